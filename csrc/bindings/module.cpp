@@ -1,0 +1,102 @@
+// Thin pybind11 layer over the registry: no logic here beyond argument plumbing.
+// Arrays cross as raw pointers + shapes; python/tensorconv/_arrays.py keeps them alive.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "../core/registry.hpp"
+
+namespace py = pybind11;
+using namespace tc;
+
+namespace {
+
+DType parse_dtype(const std::string& s) {
+  if (s == "float16") return DType::f16;
+  if (s == "float32") return DType::f32;
+  if (s == "float64") return DType::f64;
+  throw TypeError("unsupported storage dtype '" + s + "'");
+}
+
+Tensor2D tensor(std::uintptr_t ptr, std::int64_t rows, std::int64_t cols, std::int64_t stride,
+                const std::string& dtype, bool on_device) {
+  Tensor2D t;
+  t.data = reinterpret_cast<void*>(ptr);
+  t.rows = rows;
+  t.cols = cols;
+  t.row_stride = stride;
+  t.dtype = parse_dtype(dtype);
+  t.on_device = on_device;
+  return t;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "tensorconv C++/CUDA core";
+  m.attr("WITH_CUDA") = built_with_cuda();
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const tc::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const tc::OutOfMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    }
+  });
+
+  m.def("cuda_available", &cuda_available, "True when a CUDA device can be used (never raises).");
+  m.def("cuda_unavailable_reason", &cuda_unavailable_reason);
+  m.def("cuda_compute_capability", &cuda_compute_capability);
+
+  m.def("methods", [] {
+    py::list rows;
+    for (const auto& info : registry()) {
+      py::list precs;
+      for (auto p : info.precisions) precs.append(precision_name(p));
+      std::string why = unavailable_reason(info);
+      rows.append(py::make_tuple(info.name, device_name(info.device), py::tuple(precs),
+                                 why.empty(), why, info.summary));
+    }
+    return rows;
+  });
+
+  py::class_<Plan>(m, "Plan")
+      .def_property_readonly("workspace_bytes", &Plan::workspace_bytes)
+      .def_property_readonly("out_shape",
+                             [](const Plan& p) { return py::make_tuple(p.out_rows(), p.out_cols()); })
+      .def_property_readonly("precision", [](const Plan& p) { return precision_name(p.precision()); })
+      .def(
+          "run",
+          [](Plan& p, std::uintptr_t in_ptr, std::int64_t in_rows, std::int64_t in_cols,
+             std::int64_t in_stride, std::uintptr_t out_ptr, std::int64_t out_rows,
+             std::int64_t out_cols, std::int64_t out_stride, const std::string& dtype,
+             bool on_device, std::uintptr_t stream) {
+            Tensor2D in = tensor(in_ptr, in_rows, in_cols, in_stride, dtype, on_device);
+            Tensor2D out = tensor(out_ptr, out_rows, out_cols, out_stride, dtype, on_device);
+            py::gil_scoped_release release;
+            p.execute(in, out, stream);
+          },
+          py::arg("in_ptr"), py::arg("in_rows"), py::arg("in_cols"), py::arg("in_stride"),
+          py::arg("out_ptr"), py::arg("out_rows"), py::arg("out_cols"), py::arg("out_stride"),
+          py::arg("dtype"), py::arg("on_device"), py::arg("stream") = 0);
+
+  m.def(
+      "make_plan",
+      [](const std::string& method,
+         py::array_t<double, py::array::c_style | py::array::forcecast> kernel, std::int64_t ih,
+         std::int64_t iw, const std::string& precision) {
+        if (kernel.ndim() != 2) throw ValueError("kernel must be 2-D");
+        PlanRequest r;
+        r.kernel = kernel.data();
+        r.kh = kernel.shape(0);
+        r.kw = kernel.shape(1);
+        r.ih = ih;
+        r.iw = iw;
+        r.precision = parse_precision(precision);
+        return make_plan(method, r);
+      },
+      py::arg("method"), py::arg("kernel"), py::arg("image_rows"), py::arg("image_cols"),
+      py::arg("precision"));
+}

@@ -1,0 +1,98 @@
+#include "registry.hpp"
+
+#include "factories.hpp"
+
+namespace tc {
+
+#ifdef TC_WITH_CUDA
+#define TC_CUDA_FACTORY(f) &f
+#else
+#define TC_CUDA_FACTORY(f) nullptr
+#endif
+
+namespace {
+using P = Precision;
+}
+
+// The one table. Order matters only for listing; "auto" ranks methods in Python (_api.py).
+const std::vector<MethodInfo>& registry() {
+  static const std::vector<MethodInfo> table = {
+      {"direct", Device::cpu, {P::fp16fp32, P::fp32, P::fp64}, 0, &make_direct_plan,
+       "CPU direct correlation, OpenMP over rows, register-blocked vectorized inner loop"},
+  };
+  return table;
+}
+
+#undef TC_CUDA_FACTORY
+
+const MethodInfo& find_method(const std::string& name) {
+  std::string names;
+  for (const auto& m : registry()) {
+    if (name == m.name) return m;
+    names += names.empty() ? "" : ", ";
+    names += m.name;
+  }
+  throw ValueError("unknown method '" + name + "'; valid methods: auto, " + names);
+}
+
+bool supports(const MethodInfo& m, Precision p) {
+  for (auto q : m.precisions)
+    if (q == p) return true;
+  return false;
+}
+
+std::string unavailable_reason(const MethodInfo& m) {
+  if (m.device == Device::cpu) return m.factory ? "" : "not built";
+  if (!built_with_cuda()) return "tensorconv was built without CUDA (nvcc not found at build time)";
+  if (!m.factory) return "not built";
+  std::string why = cuda_unavailable_reason();
+  if (!why.empty()) return why;
+  int cc = cuda_compute_capability();
+  if (cc < m.min_compute_capability)
+    return "needs compute capability " + std::to_string(m.min_compute_capability / 10) + "." +
+           std::to_string(m.min_compute_capability % 10) + ", device has " +
+           std::to_string(cc / 10) + "." + std::to_string(cc % 10);
+  return "";
+}
+
+std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r) {
+  const MethodInfo& m = find_method(method);
+  if (!supports(m, r.precision)) {
+    std::string ps;
+    for (auto q : m.precisions) ps += std::string(ps.empty() ? "" : ", ") + precision_name(q);
+    throw ValueError("method '" + method + "' does not support precision '" +
+                     precision_name(r.precision) + "'; it supports: " + ps);
+  }
+  std::string why = unavailable_reason(m);
+  if (!why.empty()) throw ValueError("method '" + method + "' is unavailable: " + why);
+  if (!r.kernel || r.kh < 1 || r.kw < 1) throw ValueError("kernel must be non-empty");
+  if (r.ih < r.kh || r.iw < r.kw)
+    throw ValueError("image (" + std::to_string(r.ih) + "x" + std::to_string(r.iw) +
+                     ") must be at least as large as the kernel (" + std::to_string(r.kh) + "x" +
+                     std::to_string(r.kw) + ") for a valid correlation");
+  return m.factory(r);
+}
+
+void Plan::execute(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) {
+  const DType want = storage_dtype(precision_);
+  auto shape = [](std::int64_t a, std::int64_t b) {
+    return "(" + std::to_string(a) + ", " + std::to_string(b) + ")";
+  };
+  if (in.dtype != want || out.dtype != want)
+    throw TypeError(std::string("precision ") + precision_name(precision_) + " needs " +
+                    dtype_name(want) + " input and output, got " + dtype_name(in.dtype) + " and " +
+                    dtype_name(out.dtype));
+  if (in.rows != ih_ || in.cols != iw_)
+    throw ValueError("plan was made for image shape " + shape(ih_, iw_) + ", got " +
+                     shape(in.rows, in.cols));
+  if (out.rows != out_rows() || out.cols != out_cols())
+    throw ValueError("output must have shape " + shape(out_rows(), out_cols()) + ", got " +
+                     shape(out.rows, out.cols));
+  if (in.row_stride < in.cols || out.row_stride < out.cols)
+    throw ValueError("row stride smaller than the row length");
+  if (in.on_device != out.on_device)
+    throw ValueError("input and output must both be on the host or both on the device");
+  run(in, out, stream);
+}
+
+}  // namespace tc

@@ -1,0 +1,39 @@
+// Shared value types of the C++ core: precisions, storage dtypes, 2-D tensors, errors.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace tc {
+
+// Names and semantics: docs/ARCHITECTURE.md "Precisions".
+enum class Precision : int { fp16, fp16fp32, bf16, tf32, fp32, fp64 };
+// What crosses the Python boundary. bf16 and tf32 travel as f32 and are rounded on the device.
+enum class DType : int { f16, f32, f64 };
+enum class Device : int { cpu, cuda };
+
+const char* precision_name(Precision p);
+Precision parse_precision(const std::string& name);  // ValueError listing the valid names
+DType storage_dtype(Precision p);
+std::size_t dtype_size(DType d);
+const char* dtype_name(DType d);
+const char* device_name(Device d);
+
+// Row-major 2-D array with unit column stride; row_stride counts elements.
+struct Tensor2D {
+  void* data = nullptr;
+  std::int64_t rows = 0, cols = 0, row_stride = 0;
+  DType dtype = DType::f64;
+  bool on_device = false;
+  template <class T> T* ptr() const { return static_cast<T*>(data); }
+  std::size_t bytes() const { return static_cast<std::size_t>(rows * cols) * dtype_size(dtype); }
+};
+
+// Errors the bindings translate: ValueError, TypeError, MemoryError, RuntimeError.
+struct ValueError : std::invalid_argument { using std::invalid_argument::invalid_argument; };
+struct TypeError : std::runtime_error { using std::runtime_error::runtime_error; };
+struct OutOfMemory : std::runtime_error { using std::runtime_error::runtime_error; };
+struct DeviceError : std::runtime_error { using std::runtime_error::runtime_error; };
+
+}  // namespace tc

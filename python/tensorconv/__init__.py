@@ -1,0 +1,22 @@
+"""tensorconv: 2-D convolution and correlation by the methods of five papers, on CPUs and GPUs,
+behind scipy.signal's API, with the accuracy of every method measured against float64."""
+
+from . import _core
+from ._api import PRECISIONS, Plan, convolve2d, correlate2d, default_precision, plan
+from .methods import MethodInfo, methods, methods_table
+
+__version__ = "0.1.0"
+WITH_CUDA: bool = bool(_core.WITH_CUDA)
+
+
+def cuda_available() -> bool:
+    """True when this build has CUDA and a CUDA device can be used. Never raises."""
+    try:
+        return bool(_core.cuda_available())
+    except Exception:  # a broken driver must read as "no GPU", not crash the caller
+        return False
+
+
+__all__ = ["PRECISIONS", "Plan", "MethodInfo", "WITH_CUDA", "convolve2d", "correlate2d",
+           "cuda_available", "default_precision", "methods", "methods_table", "plan",
+           "__version__"]

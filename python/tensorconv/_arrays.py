@@ -1,0 +1,197 @@
+"""Array backends: NumPy on the host; CuPy and PyTorch CUDA tensors on the device.
+
+The C++ core takes raw pointers to row-major arrays with unit column stride. A backend knows how
+to make such an array in a given storage dtype, how to pad it (gather with index vectors, so the
+three boundaries behave the same on every backend), how to allocate the output, and which stream
+the caller is on. Arrays are kept alive by the Python objects that own them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+
+
+def boundary_indices(n: int, before: int, after: int, boundary: str) -> np.ndarray:
+    """Source index of every padded position for 'wrap' or 'symm' (np.pad's semantics, which
+    are scipy.signal's for any pad width)."""
+    mode = {"wrap": "wrap", "symm": "symmetric"}[boundary]
+    return np.pad(np.arange(n), (before, after), mode=mode)
+
+
+class NumpyBackend:
+    name = "numpy"
+    on_device = False
+
+    @staticmethod
+    def asarray(x):
+        return np.asarray(x)
+
+    @staticmethod
+    def dtype_kind(x) -> str:
+        return x.dtype.kind
+
+    @staticmethod
+    def dtype_str(x) -> str:
+        return str(x.dtype)
+
+    @staticmethod
+    def to_storage(x, dtype: str):
+        return np.ascontiguousarray(x, dtype=_NP_DTYPES[dtype])
+
+    @staticmethod
+    def to_host_float64(x) -> np.ndarray:
+        return np.ascontiguousarray(x, dtype=np.float64)
+
+    @staticmethod
+    def pad(x, pads, boundary: str, fillvalue: float):
+        (t, b), (l, r) = pads
+        if t == b == l == r == 0:
+            return x
+        if boundary == "fill":
+            out = np.full((x.shape[0] + t + b, x.shape[1] + l + r), fillvalue, dtype=x.dtype)
+            out[t : t + x.shape[0], l : l + x.shape[1]] = x
+            return out
+        ri = boundary_indices(x.shape[0], t, b, boundary)
+        ci = boundary_indices(x.shape[1], l, r, boundary)
+        return np.ascontiguousarray(x[np.ix_(ri, ci)])
+
+    @staticmethod
+    def empty(shape, dtype: str, like=None):
+        return np.empty(shape, dtype=_NP_DTYPES[dtype])
+
+    @staticmethod
+    def pointer(x) -> int:
+        return x.ctypes.data
+
+    @staticmethod
+    def row_stride(x) -> int:
+        return x.strides[0] // x.itemsize
+
+    @staticmethod
+    def stream(x) -> int:
+        return 0
+
+    @staticmethod
+    def flip(x):
+        return np.ascontiguousarray(x[::-1, ::-1])
+
+
+class CupyBackend(NumpyBackend):
+    name = "cupy"
+    on_device = True
+
+    def __init__(self, cp):
+        self.cp = cp
+
+    def asarray(self, x):
+        return x
+
+    def to_storage(self, x, dtype: str):
+        return self.cp.ascontiguousarray(x, dtype=_NP_DTYPES[dtype])
+
+    def to_host_float64(self, x) -> np.ndarray:
+        return np.ascontiguousarray(self.cp.asnumpy(x), dtype=np.float64)
+
+    def pad(self, x, pads, boundary: str, fillvalue: float):
+        cp = self.cp
+        (t, b), (l, r) = pads
+        if t == b == l == r == 0:
+            return x
+        if boundary == "fill":
+            out = cp.full((x.shape[0] + t + b, x.shape[1] + l + r), fillvalue, dtype=x.dtype)
+            out[t : t + x.shape[0], l : l + x.shape[1]] = x
+            return out
+        ri = cp.asarray(boundary_indices(x.shape[0], t, b, boundary))
+        ci = cp.asarray(boundary_indices(x.shape[1], l, r, boundary))
+        return cp.ascontiguousarray(x[ri[:, None], ci[None, :]])
+
+    def empty(self, shape, dtype: str, like=None):
+        with self.cp.cuda.Device(like.device if like is not None else None):
+            return self.cp.empty(shape, dtype=_NP_DTYPES[dtype])
+
+    @staticmethod
+    def pointer(x) -> int:
+        return int(x.data.ptr)
+
+    def stream(self, x) -> int:
+        return int(self.cp.cuda.get_current_stream().ptr)
+
+    def flip(self, x):
+        return self.cp.ascontiguousarray(x[::-1, ::-1])
+
+
+class TorchBackend:
+    name = "torch"
+    on_device = True
+    _KINDS = {"bool": "b", "uint8": "u", "int8": "i", "int16": "i", "int32": "i", "int64": "i",
+              "uint16": "u", "uint32": "u", "uint64": "u", "float16": "f", "float32": "f",
+              "float64": "f", "bfloat16": "f", "complex64": "c", "complex128": "c"}
+
+    def __init__(self, torch):
+        self.torch = torch
+        self._dt = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64}
+
+    def asarray(self, x):
+        return x
+
+    def dtype_kind(self, x) -> str:
+        return self._KINDS.get(self.dtype_str(x), "O")
+
+    @staticmethod
+    def dtype_str(x) -> str:
+        return str(x.dtype).replace("torch.", "")
+
+    def to_storage(self, x, dtype: str):
+        return x.to(self._dt[dtype]).contiguous()
+
+    def to_host_float64(self, x) -> np.ndarray:
+        return np.ascontiguousarray(x.detach().to("cpu", self.torch.float64).numpy())
+
+    def pad(self, x, pads, boundary: str, fillvalue: float):
+        torch = self.torch
+        (t, b), (l, r) = pads
+        if t == b == l == r == 0:
+            return x
+        if boundary == "fill":
+            out = torch.full((x.shape[0] + t + b, x.shape[1] + l + r), fillvalue, dtype=x.dtype,
+                             device=x.device)
+            out[t : t + x.shape[0], l : l + x.shape[1]] = x
+            return out
+        ri = torch.as_tensor(boundary_indices(x.shape[0], t, b, boundary), device=x.device)
+        ci = torch.as_tensor(boundary_indices(x.shape[1], l, r, boundary), device=x.device)
+        return x[ri[:, None], ci[None, :]].contiguous()
+
+    def empty(self, shape, dtype: str, like=None):
+        return self.torch.empty(shape, dtype=self._dt[dtype], device=like.device)
+
+    @staticmethod
+    def pointer(x) -> int:
+        return int(x.data_ptr())
+
+    @staticmethod
+    def row_stride(x) -> int:
+        return int(x.stride(0))
+
+    def stream(self, x) -> int:
+        return int(self.torch.cuda.current_stream(x.device).cuda_stream)
+
+    def flip(self, x):
+        return self.torch.flip(x, dims=(0, 1)).contiguous()
+
+
+def backend_of(x):
+    """NumPy for anything host-side; CuPy/PyTorch for their CUDA arrays. PyTorch CPU tensors and
+    other array-likes go through NumPy (and come back as NumPy)."""
+    mod = type(x).__module__.split(".")[0]
+    if mod == "cupy":
+        import cupy
+
+        return CupyBackend(cupy)
+    if mod == "torch":
+        import torch
+
+        if isinstance(x, torch.Tensor) and x.is_cuda:
+            return TorchBackend(torch)
+    return NumpyBackend()
