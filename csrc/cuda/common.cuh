@@ -1,0 +1,69 @@
+// Shared CUDA plumbing: error checks that become Python exceptions, RAII device buffers that
+// report the bytes they asked for, and CudaPlan, the base of every GPU method (host arrays are
+// staged through device buffers; device arrays run in place on the caller's stream).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../core/registry.hpp"
+
+namespace tc {
+namespace cuda {
+
+[[noreturn]] void throw_cuda(cudaError_t e, const char* what, const char* file, int line);
+
+#define TC_CUDA_CHECK(expr)                                                   \
+  do {                                                                        \
+    cudaError_t tc_err_ = (expr);                                             \
+    if (tc_err_ != cudaSuccess)                                               \
+      ::tc::cuda::throw_cuda(tc_err_, #expr, __FILE__, __LINE__);             \
+  } while (0)
+
+// After every <<<>>> launch: configuration errors show here, faults at the next sync.
+#define TC_CUDA_LAUNCH_CHECK() TC_CUDA_CHECK(cudaGetLastError())
+
+// cudaMalloc'd memory; OutOfMemory (-> MemoryError) names the bytes asked for.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) { reset(bytes); }
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void reset(std::size_t bytes);             // frees, then allocates `bytes` (0: none)
+  void ensure(std::size_t bytes) { if (bytes > bytes_) reset(bytes); }
+  void upload(const void* host, std::size_t bytes);  // ensure + synchronous copy
+  template <class T = void> T* get() const { return static_cast<T*>(ptr_); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void release() noexcept;
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+class CudaPlan : public Plan {
+ public:
+  explicit CudaPlan(const PlanRequest& r);
+
+ protected:
+  // in/out are device arrays; launch on `stream`, check each launch, do not synchronize.
+  virtual void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) = 0;
+  int device() const { return device_; }
+  int sm_count() const { return sm_count_; }
+
+ private:
+  void run(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) final;
+  int device_ = 0, sm_count_ = 0;
+  DeviceBuffer stage_in_, stage_out_;  // reused across calls with host arrays
+};
+
+inline int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }
+
+}  // namespace cuda
+}  // namespace tc
