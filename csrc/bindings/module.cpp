@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "../core/registry.hpp"
+#include "../cpu/simd_u8/simd_u8.hpp"
 
 namespace py = pybind11;
 using namespace tc;
@@ -57,10 +58,58 @@ PYBIND11_MODULE(_core, m) {
       for (auto p : info.precisions) precs.append(precision_name(p));
       std::string why = unavailable_reason(info);
       rows.append(py::make_tuple(info.name, device_name(info.device), py::tuple(precs),
-                                 why.empty(), why, info.summary));
+                                 why.empty(), why, info.summary,
+                                 info.entry_point ? info.entry_point : "correlate2d",
+                                 info.note ? info.note() : std::string()));
     }
     return rows;
   });
+
+  // simd_u8 (tensorconv.filter2d_u8 validates; this only plumbs arrays and releases the GIL).
+  m.def(
+      "filter2d_u8",
+      [](py::array_t<std::uint8_t, py::array::c_style> image,
+         py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> kernel,
+         std::int64_t divisor, const std::string& border, int ay, int ax,
+         const std::string& algorithm, int threads) {
+        if (image.ndim() != 2 || kernel.ndim() != 2) throw ValueError("image and kernel must be 2-D");
+        const std::int64_t h = image.shape(0), w = image.shape(1);
+        py::array_t<std::uint8_t> out({h, w});
+        const u8::Border b = u8::parse_border(border);
+        const std::uint8_t* in = image.data();
+        std::uint8_t* o = out.mutable_data();
+        const std::int32_t* k = kernel.data();
+        const int kh = static_cast<int>(kernel.shape(0)), kw = static_cast<int>(kernel.shape(1));
+        {
+          py::gil_scoped_release release;
+          u8::filter2d(in, h, w, w, o, w, k, kh, kw, divisor, b, ay, ax, algorithm, threads);
+        }
+        return out;
+      },
+      py::arg("image"), py::arg("kernel"), py::arg("divisor"), py::arg("border"), py::arg("ay"),
+      py::arg("ax"), py::arg("algorithm"), py::arg("threads"));
+  m.def(
+      "filter2d_u8_info",
+      [](py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> kernel,
+         std::int64_t divisor, const std::string& algorithm) {
+        if (kernel.ndim() != 2) throw ValueError("kernel must be 2-D");
+        const u8::Analysis a =
+            u8::analyze(kernel.data(), static_cast<int>(kernel.shape(0)),
+                        static_cast<int>(kernel.shape(1)), divisor, algorithm, u8::use_avx2());
+        py::dict d;
+        d["algorithm"] = u8::algo_name(a.algo);
+        d["ir_bits"] = a.ir_bits;
+        d["ir_unsigned"] = a.ir_unsigned;
+        d["division_case"] = std::string(1, a.div_case);
+        d["separable"] = a.separable;
+        d["factors"] = a.separable ? py::object(py::make_tuple(a.a, a.b)) : py::object(py::none());
+        d["sum_range"] = py::make_tuple(a.sum_min, a.sum_max);
+        d["register_blocking"] = a.row_block;
+        d["path"] = u8::use_avx2() ? "avx2" : "portable";
+        d["why"] = a.why;
+        return d;
+      },
+      py::arg("kernel"), py::arg("divisor"), py::arg("algorithm"));
 
   py::class_<Plan>(m, "Plan")
       .def_property_readonly("workspace_bytes", &Plan::workspace_bytes)

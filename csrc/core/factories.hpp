@@ -5,4 +5,5 @@
 
 namespace tc {
 std::unique_ptr<Plan> make_direct_plan(const PlanRequest&);  // csrc/cpu/direct.cpp
+std::string simd_u8_note();  // csrc/cpu/simd_u8/dispatch.cpp: AVX2 or portable path, and why
 }  // namespace tc

@@ -19,6 +19,10 @@ const std::vector<MethodInfo>& registry() {
   static const std::vector<MethodInfo> table = {
       {"direct", Device::cpu, {P::fp16fp32, P::fp32, P::fp64}, 0, &make_direct_plan,
        "CPU direct correlation, OpenMP over rows, register-blocked vectorized inner loop"},
+      {"simd_u8", Device::cpu, {}, 0, nullptr,
+       "CPU 8-bit integer filtering (Kelefouras 2022, AVX2 maddubs; portable fallback), "
+       "OpenCV filter2D semantics",
+       "filter2d_u8", &simd_u8_note},
   };
   return table;
 }
@@ -42,7 +46,7 @@ bool supports(const MethodInfo& m, Precision p) {
 }
 
 std::string unavailable_reason(const MethodInfo& m) {
-  if (m.device == Device::cpu) return m.factory ? "" : "not built";
+  if (m.device == Device::cpu) return m.factory || m.entry_point ? "" : "not built";
   if (!built_with_cuda()) return "tensorconv was built without CUDA (nvcc not found at build time)";
   if (!m.factory) return "not built";
   std::string why = cuda_unavailable_reason();
@@ -57,6 +61,10 @@ std::string unavailable_reason(const MethodInfo& m) {
 
 std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r) {
   const MethodInfo& m = find_method(method);
+  if (m.entry_point)
+    throw ValueError("method '" + method + "' is not a correlate2d/convolve2d method: it filters "
+                     "uint8 images with integer kernels; call tensorconv." + m.entry_point +
+                     " instead");
   if (!supports(m, r.precision)) {
     std::string ps;
     for (auto q : m.precisions) ps += std::string(ps.empty() ? "" : ", ") + precision_name(q);

@@ -54,6 +54,11 @@ struct MethodInfo {
   int min_compute_capability;  // e.g. 80 for DMMA; 0 for CPU methods
   PlanFactory factory;         // nullptr when the build left the method out
   const char* summary;
+  // Methods reached through their own function rather than correlate2d/convolve2d (e.g.
+  // simd_u8 -> tensorconv.filter2d_u8): the Python entry point; nullptr for correlate2d methods.
+  const char* entry_point = nullptr;
+  // A run-time note for methods(): which code path runs here and why (never an error).
+  std::string (*note)() = nullptr;
 };
 
 const std::vector<MethodInfo>& registry();

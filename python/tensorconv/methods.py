@@ -14,6 +14,8 @@ class MethodInfo(NamedTuple):
     available: bool
     reason: str  # why it is unavailable here; "" when available
     summary: str
+    entry: str = "correlate2d"  # the function that reaches it (simd_u8: filter2d_u8)
+    note: str = ""  # which code path runs here and why (e.g. AVX2 or portable)
 
 
 def methods() -> list[MethodInfo]:
@@ -26,5 +28,8 @@ def methods_table() -> str:
     lines = ["| method | device | precisions | available |", "|---|---|---|---|"]
     for m in methods():
         avail = "yes" if m.available else f"no: {m.reason}"
-        lines.append(f"| {m.name} | {m.device} | {', '.join(m.precisions)} | {avail} |")
+        if m.available and m.note:
+            avail += f" ({m.note})"
+        precs = ", ".join(m.precisions) if m.precisions else f"uint8, via {m.entry}"
+        lines.append(f"| {m.name} | {m.device} | {precs} | {avail} |")
     return "\n".join(lines)

@@ -1,0 +1,105 @@
+// Algorithm 1 (k <= 5, 16-bit IRs): each kernel row becomes G = kw+1 (rounded up to even)
+// "shifted" vector coefficients, copies of the row placed at byte X, X+G, X+2G, ... of every
+// 128-bit lane. One load per input row then feeds all G shifts (no reloads, no byte shifts of the
+// input); maddubs multiplies 8-bit pixels by 8-bit coefficients into 16-bit pair sums, the rows
+// are added vertically, each group's G/2 slots are added horizontally, and the results are
+// blended into out_even / out_odd (output j lands in slot j/2 of plane j%2), divided once per
+// plane and packed into bytes with one shift and one OR. Each lane yields 17-kw outputs; lane 1
+// is loaded 17-kw bytes after lane 0 so the two lanes cover adjacent output runs.
+// Register blocking (section 3.3): R output rows share every loaded input row.
+#include <cstdint>
+#include <vector>
+
+#include "simd_u8.hpp"
+#include "avx2_common.hpp"
+
+namespace tc {
+namespace u8 {
+namespace {
+
+template <int KW>
+struct Alg1Shape {
+  static constexpr int G = (KW + 2) & ~1;  // group width: kw + 1 rounded up to even
+  static constexpr int N = 17 - KW;        // outputs per lane (j + kw <= 16)
+  // Slots of the plane that shift X fills: X/2 + (G/2) p for every group that fits the lane.
+  template <int X>
+  static constexpr int mask() {
+    int m = 0;
+    for (int p = 0; X + G * p <= 16 - KW; ++p) m |= 1 << (X / 2 + (G / 2) * p);
+    return m;
+  }
+};
+
+template <int KW, int R>
+void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+  using S = Alg1Shape<KW>;
+  constexpr int G = S::G, N = S::N;
+  const int kh = bk.kh;
+  const std::uint8_t* tab = bk.tab.data();
+  __m256i acc[R][G];
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < G; ++x) acc[r][x] = _mm256_setzero_si256();
+  for (int u = 0; u < kh + R - 1; ++u) {
+    const __m256i px = load2<N>(rows[u]);
+    for (int r = 0; r < R; ++r) {
+      const int cu = u - r;  // kernel row that input row u meets in output row r
+      if (cu < 0 || cu >= kh) continue;
+      unroll<G>([&](auto X) {
+        acc[r][X] = _mm256_add_epi16(acc[r][X], _mm256_maddubs_epi16(px, vcoef(tab, cu * G + X)));
+      });
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
+    unroll<G>([&](auto X) {
+      const __m256i m = reduce16<G / 2>(acc[r][X]);
+      if constexpr (X == 0) even = m;
+      else if constexpr (X == 1) odd = m;
+      else if constexpr (X % 2 == 0) even = _mm256_blend_epi16(even, m, S::template mask<X>());
+      else odd = _mm256_blend_epi16(odd, m, S::template mask<X>());
+    });
+    even = finish16(even, bk.ir, bk.div);
+    odd = finish16(odd, bk.ir, bk.div);
+    store2<N>(outs[r], _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
+  }
+}
+
+template <int KW>
+struct Build {
+  static void run(Block& b, const std::int32_t*& k, int& row_block) {
+  using S = Alg1Shape<KW>;
+  b.tab.assign(static_cast<std::size_t>(32 * S::G * b.kh), 0);
+  for (int u = 0; u < b.kh; ++u)
+    for (int x = 0; x < S::G; ++x) {
+      std::uint8_t* vec = b.tab.data() + 32 * (u * S::G + x);
+      for (int lane = 0; lane < 2; ++lane)
+        for (int p = 0; x + S::G * p <= 16 - KW; ++p)
+          for (int v = 0; v < KW; ++v)
+            vec[16 * lane + x + S::G * p + v] = static_cast<std::uint8_t>(k[u * KW + v]);
+    }
+  b.outputs = 2 * S::N;
+  b.reads = S::N + 16;
+  b.writes = S::N + 16;
+  b.fn1 = &alg1_block<KW, 1>;
+  if (row_block >= 3) {
+    b.fn = &alg1_block<KW, 3>;
+    b.rows_out = 3;
+  } else if (row_block == 2) {
+    b.fn = &alg1_block<KW, 2>;
+    b.rows_out = 2;
+  } else {
+    b.fn = b.fn1;
+    b.rows_out = 1;
+  }
+  }
+};
+
+}  // namespace
+
+void build_alg1_avx2(Block& b, const std::int32_t* k, int row_block) {
+  with_kw<Build, 5>(b.kw, b, k, row_block);  // analyze() keeps Algorithm 1 to kw <= 5
+}
+
+}  // namespace u8
+}  // namespace tc
+TC_AVX2_END

@@ -1,0 +1,73 @@
+// Algorithm 2 (k >= 7, 16-bit IRs): one vector coefficient per kernel row (the row copied to
+// every G-byte group, G = kw rounded up to even, so even kernels need no zero padding) and the
+// input reloaded at the G byte offsets X instead of keeping G shifted coefficients in registers.
+// Shift X computes outputs X, X+G, ...; after maddubs, vertical and horizontal (G/2 slots) adds,
+// its results are moved to slot X/2 + (G/2) p of plane X%2 (out_even / out_odd), the planes are
+// divided once each and packed into bytes. Each lane yields G*P outputs (P groups per lane).
+#include <cstdint>
+#include <vector>
+
+#include "simd_u8.hpp"
+#include "avx2_common.hpp"
+
+namespace tc {
+namespace u8 {
+namespace {
+
+template <int KW>
+struct Alg2Shape {
+  static constexpr int G = (KW + 1) & ~1;
+  static constexpr int P = (16 - KW) / G + 1;  // groups per lane
+  static constexpr int L = G * P;              // outputs per lane
+  template <int X>
+  static constexpr int mask() {
+    int m = 0;
+    for (int p = 0; p < P; ++p) m |= 1 << (X / 2 + (G / 2) * p);
+    return m;
+  }
+};
+
+template <int KW>
+void alg2_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+  using S = Alg2Shape<KW>;
+  constexpr int G = S::G, L = S::L;
+  const int kh = bk.kh;
+  const std::uint8_t* tab = bk.tab.data();
+  __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
+  unroll<G>([&](auto X) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int u = 0; u < kh; ++u)
+      acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(load2<L>(rows[u] + X), vcoef(tab, u)));
+    const __m256i m = shl<2 * (X / 2)>(reduce16<G / 2>(acc));
+    if constexpr (X == 0) even = m;
+    else if constexpr (X == 1) odd = m;
+    else if constexpr (X % 2 == 0) even = _mm256_blend_epi16(even, m, S::template mask<X>());
+    else odd = _mm256_blend_epi16(odd, m, S::template mask<X>());
+  });
+  even = finish16(even, bk.ir, bk.div);
+  odd = finish16(odd, bk.ir, bk.div);
+  store2<L>(outs[0], _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
+}
+
+template <int KW>
+struct Build {
+  static void run(Block& b, const std::int32_t*& k) {
+    using S = Alg2Shape<KW>;
+    fill_row_groups(b, k, S::G, S::P);
+    b.outputs = 2 * S::L;
+    b.reads = S::L + S::G - 1 + 16;
+    b.writes = S::L + 16;
+    b.fn = b.fn1 = &alg2_block<KW>;
+    b.rows_out = 1;
+  }
+};
+
+}  // namespace
+
+void build_alg2_avx2(Block& b, const std::int32_t* k) {
+  with_kw<Build, 15>(b.kw, b, k);
+}
+
+}  // namespace u8
+}  // namespace tc
+TC_AVX2_END

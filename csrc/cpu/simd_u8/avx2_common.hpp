@@ -1,0 +1,160 @@
+// AVX2 helpers shared by the simd_u8 algorithm files. Include it after every other header: it
+// opens the AVX2 target region (the package itself targets baseline x86-64; these files run only
+// after the CPU check), so std:: code from earlier headers stays baseline. All helpers are static: each
+// translation unit gets its own AVX2 copy and nothing AVX2 leaks into shared inline symbols.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "simd_u8.hpp"
+
+// Everything after this point (in the including file too) is compiled for AVX2+FMA; the file
+// ends the region with TC_AVX2_END.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#define TC_AVX2_END _Pragma("clang attribute pop")
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define TC_AVX2_END _Pragma("GCC pop_options")
+#endif
+
+namespace tc {
+namespace u8 {
+namespace {
+
+// Compile-time unrolled loop: f(std::integral_constant<int, I>) for I = 0..N-1, so shift and
+// blend immediates can depend on the loop index.
+template <class F, int... I>
+inline void unroll_impl(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F>
+inline void unroll(F&& f) {
+  unroll_impl(f, std::make_integer_sequence<int, N>{});
+}
+
+// Two 16-byte loads into the two lanes; one 32-byte load when they are adjacent.
+template <int Lane1>
+inline __m256i load2(const std::uint8_t* p) {
+  if constexpr (Lane1 == 16) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  } else {
+    __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + Lane1));
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+  }
+}
+// The matching stores: lane 0 at p, lane 1 at p + Lane1 (lane 1 overwrites lane 0's tail).
+template <int Lane1>
+inline void store2(std::uint8_t* p, __m256i v) {
+  if constexpr (Lane1 == 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+  } else {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(v));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + Lane1), _mm256_extracti128_si256(v, 1));
+  }
+}
+
+// Sum S consecutive 16-bit slots into the first one (per 128-bit lane; shifts bring zeros in):
+// partial sums of 1, 2, 4, 8 slots, combined by the binary digits of S.
+template <int Bytes>
+inline __m256i shr(__m256i v) {
+  if constexpr (Bytes == 0) return v;
+  else if constexpr (Bytes >= 16) return _mm256_setzero_si256();
+  else return _mm256_srli_si256(v, Bytes);
+}
+template <int S, int Unit, class Add>
+inline __m256i reduce_slots(__m256i m, Add add) {
+  static_assert(S >= 1 && S <= 8, "slot count");
+  __m256i p1 = m;
+  __m256i p2 = S >= 2 ? add(p1, shr<Unit>(p1)) : p1;
+  __m256i p4 = S >= 4 ? add(p2, shr<2 * Unit>(p2)) : p2;
+  __m256i p8 = S >= 8 ? add(p4, shr<4 * Unit>(p4)) : p4;
+  if constexpr (S == 1) return p1;
+  else if constexpr (S == 2) return p2;
+  else if constexpr (S == 3) return add(p2, shr<2 * Unit>(p1));
+  else if constexpr (S == 4) return p4;
+  else if constexpr (S == 5) return add(p4, shr<4 * Unit>(p1));
+  else if constexpr (S == 6) return add(p4, shr<4 * Unit>(p2));
+  else if constexpr (S == 7) return add(add(p4, shr<4 * Unit>(p2)), shr<6 * Unit>(p1));
+  else return p8;
+}
+struct Add16 {
+  __m256i operator()(__m256i a, __m256i b) const { return _mm256_add_epi16(a, b); }
+};
+struct Add32 {
+  __m256i operator()(__m256i a, __m256i b) const { return _mm256_add_epi32(a, b); }
+};
+template <int S>
+inline __m256i reduce16(__m256i m) { return reduce_slots<S, 2>(m, Add16{}); }
+template <int S>
+inline __m256i reduce32(__m256i m) { return reduce_slots<S, 4>(m, Add32{}); }
+
+// Algorithm 5: 16-bit vector division of unsigned x (x + 1 must not wrap in case B).
+inline __m256i div16(__m256i x, const Divider& d) {
+  const __m128i sb = _mm_cvtsi32_si128(d.b);
+  if (d.kase == 'A') return _mm256_srl_epi16(x, sb);
+  const __m256i f = _mm256_set1_epi16(static_cast<short>(static_cast<std::uint16_t>(d.f)));
+  if (d.kase == 'B') x = _mm256_add_epi16(x, _mm256_set1_epi16(1));
+  return _mm256_srl_epi16(_mm256_mulhi_epu16(x, f), sb);  // (x * f) >> 16 >> b
+}
+
+// Algorithm 6: 32-bit vector division of unsigned x (even and odd lanes through mul_epu32).
+inline __m256i div32(__m256i x, const Divider& d) {
+  if (d.kase == 'A') return _mm256_srl_epi32(x, _mm_cvtsi32_si128(d.b));
+  const __m256i f = _mm256_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(d.f)));
+  const __m128i sh = _mm_cvtsi32_si128(32 + d.b);
+  if (d.kase == 'B') x = _mm256_add_epi32(x, _mm256_set1_epi32(1));
+  __m256i even = _mm256_srl_epi64(_mm256_mul_epu32(x, f), sh);
+  __m256i odd = _mm256_srl_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x, 32), f), sh);
+  return _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+}
+
+// 16-bit IRs -> pixel values 0..255 in the low byte of each 16-bit slot.
+inline __m256i finish16(__m256i acc, IR ir, const Divider& d) {
+  if (ir == IR::s16) acc = _mm256_max_epi16(acc, _mm256_setzero_si256());
+  return _mm256_min_epu16(div16(acc, d), _mm256_set1_epi16(255));
+}
+// 32-bit IRs -> pixel values 0..255 in the low byte of each 32-bit slot.
+inline __m256i finish32(__m256i acc, const Divider& d) {
+  acc = _mm256_max_epi32(acc, _mm256_setzero_si256());
+  return _mm256_min_epu32(div32(acc, d), _mm256_set1_epi32(255));
+}
+
+template <int Bytes>
+inline __m256i shl(__m256i v) {
+  if constexpr (Bytes == 0) return v;
+  else return _mm256_slli_si256(v, Bytes);
+}
+
+// Algorithms 2 and 3: one vector coefficient per kernel row, the row copied at byte G*p (p < P)
+// of both lanes, zeros elsewhere.
+inline void fill_row_groups(Block& b, const std::int32_t* k, int g, int groups) {
+  b.tab.assign(static_cast<std::size_t>(32 * b.kh), 0);
+  for (int u = 0; u < b.kh; ++u)
+    for (int lane = 0; lane < 2; ++lane)
+      for (int p = 0; p < groups; ++p)
+        for (int v = 0; v < b.kw; ++v)
+          b.tab[32 * u + 16 * lane + g * p + v] = static_cast<std::uint8_t>(k[u * b.kw + v]);
+}
+
+// Calls Build<kw>::run(args...) for the run-time kernel width 1..Max (the widths are template
+// arguments so shifts and blends get immediates).
+template <template <int> class Build, int Max, int KW = 1, class... A>
+inline void with_kw(int kw, A&... args) {
+  if constexpr (KW <= Max) {
+    if (kw == KW) Build<KW>::run(args...);
+    else with_kw<Build, Max, KW + 1>(kw, args...);
+  }
+}
+
+inline __m256i vcoef(const std::uint8_t* tab, int i) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tab + 32 * i));
+}
+
+}  // namespace
+}  // namespace u8
+}  // namespace tc

@@ -1,0 +1,528 @@
+// simd_u8 dispatch and driver (portable C++): kernel analysis (IR bit width, maddubs pair
+// safety, separability, division case), the run-time AVX2 check, the portable path, and the
+// row/column driver that handles borders without padding the image (section 3.7): rows outside
+// the image are row pointers (reflected, replicated or a shared zero row), and the few blocks
+// that touch the left/right border or the row's end run the same vector routine on a <= 128-byte
+// per-row strip instead of a scalar remainder loop.
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "../../core/factories.hpp"
+#include "../../core/types.hpp"
+#include "simd_u8.hpp"
+
+namespace tc {
+namespace u8 {
+
+Border parse_border(const std::string& name) {
+  if (name == "constant") return Border::constant;
+  if (name == "replicate") return Border::replicate;
+  if (name == "reflect101") return Border::reflect101;
+  throw ValueError("unknown border '" + name + "'; valid borders: constant, replicate, reflect101");
+}
+
+const char* algo_name(Algo a) {
+  switch (a) {
+    case Algo::alg1: return "alg1";
+    case Algo::alg2: return "alg2";
+    case Algo::alg3: return "alg3";
+    case Algo::sep: return "sep";
+    case Algo::wide: return "wide";
+    case Algo::portable: return "portable";
+  }
+  return "?";
+}
+
+Divider make_divider(std::int64_t d, int w) {
+  Divider r;
+  int b = 0;
+  while ((std::int64_t{1} << (b + 1)) <= d) ++b;
+  r.b = b;
+  if ((std::int64_t{1} << b) == d) {
+    r.kase = 'A';
+    return r;
+  }
+  // f = 2^(w+b) / d < 2^w; compare the remainder with d/2 for the fractional part.
+  const unsigned __int128 num = static_cast<unsigned __int128>(1) << (w + b);
+  const std::uint64_t q = static_cast<std::uint64_t>(num / static_cast<unsigned __int128>(d));
+  const std::uint64_t rem = static_cast<std::uint64_t>(num % static_cast<unsigned __int128>(d));
+  if (2 * rem < static_cast<std::uint64_t>(d)) {
+    r.kase = 'B';
+    r.f = q;
+  } else {
+    r.kase = 'C';
+    r.f = q + 1;
+  }
+  return r;
+}
+
+std::uint8_t clip_div(std::int64_t sum, std::int64_t divisor) {
+  if (sum <= 0) return 0;
+  const std::int64_t q = sum / divisor;
+  return static_cast<std::uint8_t>(q > 255 ? 255 : q);
+}
+
+std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t) {
+  std::int64_t sum = 0;
+  for (int v = 0; v < s.kw; ++v) {
+    std::uint16_t bits = static_cast<std::uint16_t>(t[v]);
+    if (s.biased()) bits ^= 0x8000u;
+    const std::int64_t col = s.v_unsigned ? std::int64_t{bits} : std::int64_t{static_cast<std::int16_t>(bits)};
+    sum += col * s.b[v];
+  }
+  return clip_div(sum, s.divisor);
+}
+
+// ---------------------------------------------------------------- run-time dispatch
+
+bool avx2_supported() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+bool portable_forced() {
+  const char* e = std::getenv("TENSORCONV_FORCE_PORTABLE");
+  return e && *e && std::string(e) != "0";
+}
+
+bool use_avx2() { return avx2_supported() && !portable_forced(); }
+
+std::string path_note() {
+  if (!avx2_supported()) return "AVX2/FMA not supported by this CPU; portable path in use";
+  if (portable_forced()) return "TENSORCONV_FORCE_PORTABLE is set; portable path in use";
+  return "AVX2 path in use";
+}
+
+// ---------------------------------------------------------------- analysis
+
+namespace {
+
+constexpr std::int64_t kMaxDivisor = 2147483647;  // 32-bit IRs divide unsigned 31-bit sums
+constexpr int kMaxK = 15;
+// Separable (Algorithm 7) beats the 2-D algorithms from this kernel size on (paper section 3.6;
+// measured in benchmarks/CPU_NOTES.md).
+constexpr int kSepMin = 5;
+
+std::int64_t pos(std::int64_t v) { return v > 0 ? v : 0; }
+std::int64_t neg(std::int64_t v) { return v < 0 ? v : 0; }
+
+// maddubs adds two u8 x s8 products with signed saturation: exact when 255 * (pair's positive
+// part) <= 32767 and 255 * (pair's negative part) >= -32768, for every pair the layout forms.
+// offset 0: pairs (c0,c1),(c2,c3)...; offset 1 (Algorithm 1's odd shifts): (0,c0),(c1,c2)...
+bool pairs_safe(const std::int32_t* k, int kh, int kw, int offset) {
+  for (int u = 0; u < kh; ++u)
+    for (int v = -offset; v < kw; v += 2) {
+      const std::int64_t c0 = v >= 0 ? k[u * kw + v] : 0;
+      const std::int64_t c1 = v + 1 < kw ? k[u * kw + v + 1] : 0;
+      if (255 * (pos(c0) + pos(c1)) > 32767 || 255 * (neg(c0) + neg(c1)) < -32768) return false;
+    }
+  return true;
+}
+
+// Which 16-bit reading keeps every possible sum exact, if any (modular 16-bit adds are exact when
+// the final sum fits the chosen range; case B adds 1 before the multiply).
+bool fits16(std::int64_t lo, std::int64_t hi, std::int64_t d, IR& ir, std::string& why) {
+  if (d > 65535) {
+    why = "divisor " + std::to_string(d) + " > 65535 needs 32-bit IRs";
+    return false;
+  }
+  if (lo >= -32768 && hi <= 32767) {
+    ir = IR::s16;
+    return true;
+  }
+  const bool case_b = make_divider(d, 16).kase == 'B';
+  if (lo >= 0 && hi <= (case_b ? 65534 : 65535)) {
+    ir = IR::u16;
+    return true;
+  }
+  why = "sums over uint8 images span [" + std::to_string(lo) + ", " + std::to_string(hi) +
+        "], beyond 16 bits";
+  return false;
+}
+
+// Integer rank-1 factorization k = outer(a, b) with a primitive (gcd 1) and, when possible,
+// non-negative. Empty when the kernel is not an outer product of integer vectors.
+bool factor(const std::int32_t* k, int kh, int kw, std::vector<std::int32_t>& a,
+            std::vector<std::int32_t>& b) {
+  int u0 = -1, v0 = -1;
+  for (int i = 0; i < kh * kw && u0 < 0; ++i)
+    if (k[i] != 0) u0 = i / kw, v0 = i % kw;
+  if (u0 < 0) return false;
+  std::int64_t g = 0;
+  for (int u = 0; u < kh; ++u) g = std::gcd(g, std::int64_t{std::abs(k[u * kw + v0])});
+  a.assign(kh, 0);
+  b.assign(kw, 0);
+  bool any_neg = false, any_pos = false;
+  for (int u = 0; u < kh; ++u) {
+    a[u] = static_cast<std::int32_t>(k[u * kw + v0] / g);
+    any_neg |= a[u] < 0;
+    any_pos |= a[u] > 0;
+  }
+  if (any_neg && !any_pos)
+    for (auto& x : a) x = -x;
+  for (int v = 0; v < kw; ++v) {
+    if (k[u0 * kw + v] % a[u0] != 0) return false;
+    b[v] = k[u0 * kw + v] / a[u0];
+  }
+  for (int u = 0; u < kh; ++u)
+    for (int v = 0; v < kw; ++v)
+      if (std::int64_t{a[u]} * b[v] != k[u * kw + v]) return false;
+  return true;
+}
+
+struct Prepared {
+  Analysis an;
+  Block block;
+  Separable sep;
+};
+
+Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
+                 const std::string& request, bool avx2) {
+  if (kh < 1 || kw < 1 || kh > kMaxK || kw > kMaxK)
+    throw ValueError("kernel shape (" + std::to_string(kh) + ", " + std::to_string(kw) +
+                     ") is outside 1..15 in some dimension; simd_u8 supports kernels up to 15x15");
+  if (d < 1 || d > kMaxDivisor)
+    throw ValueError("divisor must be an integer in 1.." + std::to_string(kMaxDivisor) +
+                     " (32-bit IRs hold the sums), got " + std::to_string(d));
+  Prepared p;
+  Analysis& an = p.an;
+  bool int8 = true;
+  for (int i = 0; i < kh * kw; ++i) {
+    if (k[i] < -32768 || k[i] > 32767)
+      throw ValueError("kernel value " + std::to_string(k[i]) +
+                       " does not fit 16 bits; simd_u8 multiplies by 8- or 16-bit coefficients");
+    int8 &= k[i] >= -128 && k[i] <= 127;
+    an.sum_min += 255 * neg(k[i]);
+    an.sum_max += 255 * pos(k[i]);
+  }
+  IR ir16 = IR::s16;
+  std::string why16;
+  const bool ok16 = fits16(an.sum_min, an.sum_max, d, ir16, why16);
+  const bool pairs0 = int8 && pairs_safe(k, kh, kw, 0);
+  const bool pairs1 = int8 && pairs_safe(k, kh, kw, 1);
+  const std::string not8 = int8 ? "" : "kernel values do not fit 8 bits";
+  const std::string sat = "adjacent 8-bit coefficients would saturate maddubs' 16-bit pair sums";
+
+  an.separable = factor(k, kh, kw, an.a, an.b);
+  Separable& s = p.sep;
+  std::string why_sep;
+  bool ok_sep = an.separable;
+  if (!an.separable) why_sep = "the kernel is not an outer product of integer vectors";
+  if (ok_sep) {
+    s.kh = kh, s.kw = kw, s.a = an.a, s.b = an.b, s.divisor = d;
+    std::int64_t vlo = 0, vhi = 0;
+    bool a8 = true;
+    for (auto x : s.a) vlo += 255 * neg(x), vhi += 255 * pos(x), a8 &= x >= -128 && x <= 127;
+    if (!a8) {
+      ok_sep = false;
+      why_sep = "the vertical factor does not fit 8 bits";
+    } else if (vlo >= -32768 && vhi <= 32767) {
+      s.v_unsigned = false;
+    } else if (vlo >= 0 && vhi <= 65535) {
+      s.v_unsigned = true;
+    } else {
+      ok_sep = false;
+      why_sep = "the vertical factor's column sums do not fit 16 bits";
+    }
+    if (ok_sep) {
+      IR h = IR::s32;
+      std::string unused;
+      if (!fits16(an.sum_min, an.sum_max, d, h, unused)) h = IR::s32;
+      // mullo_epi16 is exact modulo 2^16, so 16-bit IRs only need the whole sum to fit.
+      s.h_ir = h;
+      std::int64_t bsum = 0;
+      for (auto x : s.b) bsum += x;
+      s.bias = s.biased() ? 32768 * bsum : 0;
+      s.div = make_divider(d, s.h_ir == IR::s32 ? 32 : 16);
+    }
+  }
+
+  std::string req = request.empty() ? "auto" : request;
+  Algo algo = Algo::portable;
+  if (req == "auto") {
+    if (!avx2) {
+      algo = Algo::portable;
+      an.why = path_note();
+    } else if (ok_sep && std::min(kh, kw) >= kSepMin) {
+      algo = Algo::sep;
+      an.why = "separable kernel, k >= " + std::to_string(kSepMin);
+    } else if (ok16 && kw <= 5 && pairs1) {
+      algo = Algo::alg1;
+      an.why = "8-bit coefficients, 16-bit IRs, kw <= 5";
+    } else if (ok16 && pairs0) {
+      algo = Algo::alg2;
+      an.why = "8-bit coefficients, 16-bit IRs, kw > 5 (or Algorithm 1's pairs would saturate)";
+    } else if (pairs0) {
+      algo = Algo::alg3;
+      an.why = "8-bit coefficients, 32-bit IRs: " + why16;
+    } else {
+      algo = Algo::wide;
+      an.why = "16-bit coefficients: " + (int8 ? sat : not8);
+    }
+  } else {
+    auto fail = [&](const std::string& why) {
+      throw ValueError("algorithm '" + req + "' cannot compute this kernel exactly: " + why);
+    };
+    if (req == "portable") {
+      algo = Algo::portable;
+    } else {
+      if (req != "alg1" && req != "alg2" && req != "alg3" && req != "sep" && req != "wide")
+        throw ValueError("unknown algorithm '" + req +
+                         "'; valid: auto, alg1, alg2, alg3, sep, wide, portable");
+      if (!avx2) fail("it needs the AVX2 path, which is off here (" + path_note() + ")");
+      if (req == "alg1") {
+        if (kw > 5) fail("Algorithm 1 is for kernel widths <= 5 (its kw*(kw+1) shifted coefficients outgrow the registers)");
+        if (!int8) fail(not8);
+        if (!pairs1) fail(sat);
+        if (!ok16) fail(why16);
+        algo = Algo::alg1;
+      } else if (req == "alg2") {
+        if (!int8) fail(not8);
+        if (!pairs0) fail(sat);
+        if (!ok16) fail(why16);
+        algo = Algo::alg2;
+      } else if (req == "alg3") {
+        if (!int8) fail(not8);
+        if (!pairs0) fail(sat);
+        algo = Algo::alg3;
+      } else if (req == "sep") {
+        if (!ok_sep) fail(why_sep);
+        algo = Algo::sep;
+      } else {
+        algo = Algo::wide;
+      }
+    }
+    an.why = "requested";
+  }
+  an.algo = algo;
+
+  Block& bk = p.block;
+  bk.kh = kh;
+  bk.kw = kw;
+  bk.divisor = d;
+  switch (algo) {
+    case Algo::alg1:
+      an.row_block = kh <= 3 ? 3 : (kh <= 5 ? 2 : 1);
+      bk.ir = ir16;
+      bk.div = make_divider(d, 16);
+      build_alg1_avx2(bk, k, an.row_block);
+      break;
+    case Algo::alg2:
+      bk.ir = ir16;
+      bk.div = make_divider(d, 16);
+      build_alg2_avx2(bk, k);
+      break;
+    case Algo::alg3:
+      bk.ir = IR::s32;
+      bk.div = make_divider(d, 32);
+      build_alg3_avx2(bk, k);
+      break;
+    case Algo::wide:
+      bk.ir = IR::s32;
+      bk.div = make_divider(d, 32);
+      build_wide_avx2(bk, k);
+      break;
+    case Algo::portable:
+      bk.ir = IR::s32;
+      bk.div = make_divider(d, 32);
+      build_portable(bk, k);
+      break;
+    case Algo::sep:
+      break;
+  }
+  an.row_block = bk.rows_out;
+  if (algo == Algo::sep) {
+    an.ir_bits = s.h_ir == IR::s32 ? 32 : 16;
+    an.ir_unsigned = s.h_ir == IR::u16;
+    an.div_case = s.div.kase;
+    an.row_block = 1;
+  } else {
+    an.ir_bits = bk.ir == IR::s32 ? 32 : 16;
+    an.ir_unsigned = bk.ir == IR::u16;
+    an.div_case = bk.div.kase;
+  }
+  if (algo == Algo::portable) an.div_case = '-';  // exact integer '/'
+  return p;
+}
+
+// ---------------------------------------------------------------- portable block
+
+void portable_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+  constexpr int B = 32;
+  std::int32_t acc[B] = {};
+  for (int u = 0; u < bk.kh; ++u)
+    for (int v = 0; v < bk.kw; ++v) {
+      const std::int32_t c = bk.k32[u * bk.kw + v];
+      if (c == 0) continue;
+      const std::uint8_t* r = rows[u] + v;
+      for (int b = 0; b < B; ++b) acc[b] += c * r[b];
+    }
+  for (int b = 0; b < B; ++b) outs[0][b] = clip_div(acc[b], bk.divisor);
+}
+
+// ---------------------------------------------------------------- driver
+
+// Index of the pixel that position x (possibly outside [0, n)) reads; -1: the constant 0.
+inline std::int64_t map_index(std::int64_t x, std::int64_t n, Border border) {
+  if (x >= 0 && x < n) return x;
+  if (border == Border::constant) return -1;
+  if (border == Border::replicate) return x < 0 ? 0 : n - 1;
+  if (n == 1) return 0;
+  const std::int64_t period = 2 * (n - 1);
+  x %= period;
+  if (x < 0) x += period;
+  return x < n ? x : period - x;
+}
+
+constexpr int kMaxRows = kMaxK + 2;  // kernel rows + register-blocking rows - 1
+constexpr int kStrip = 128;
+
+struct Image {
+  const std::uint8_t* in;
+  std::int64_t h, w, in_stride;
+  std::uint8_t* out;
+  std::int64_t out_stride;
+  Border border;
+  int ay, ax;
+  const std::uint8_t* zero;  // a zero row of w + 64 bytes, for the constant border
+};
+
+void row_pointers(const Image& im, std::int64_t first, int n, const std::uint8_t** rows) {
+  for (int u = 0; u < n; ++u) {
+    const std::int64_t y = map_index(first + u, im.h, im.border);
+    rows[u] = y < 0 ? im.zero : im.in + y * im.in_stride;
+  }
+}
+
+// R output rows from i0 with `fn`: blocks left to right, the last one overlapped to end at w.
+void run_rows(const Block& bk, BlockFn fn, int R, const Image& im, std::int64_t i0) {
+  const int kh = bk.kh, kw = bk.kw, nrows = kh + R - 1, B = bk.outputs;
+  const std::uint8_t* rows[kMaxRows];
+  const std::uint8_t* ptrs[kMaxRows];
+  alignas(32) std::uint8_t strip[kMaxRows][kStrip];
+  alignas(32) std::uint8_t tmp[3][64];
+  std::uint8_t* outs[3];
+  row_pointers(im, i0 - im.ay, nrows, rows);
+  const std::int64_t w = im.w;
+  // Blocks starting in [jmin, jmax] read only image pixels; the others read a strip.
+  const std::int64_t jmin = im.ax;
+  const std::int64_t jmax = std::min<std::int64_t>(w - B - (kw - 1 - im.ax), w + im.ax - bk.reads);
+  for (std::int64_t j = 0; j < w; j += B) {
+    const std::int64_t jj = j + B <= w ? j : std::max<std::int64_t>(0, w - B);
+    if (jj >= jmin && jj <= jmax) {
+      for (int u = 0; u < nrows; ++u) ptrs[u] = rows[u] + (jj - im.ax);
+    } else {
+      for (int u = 0; u < nrows; ++u) {
+        for (int s = 0; s < bk.reads; ++s) {
+          const std::int64_t x = map_index(jj - im.ax + s, w, im.border);
+          strip[u][s] = x < 0 ? 0 : rows[u][x];
+        }
+        ptrs[u] = strip[u];
+      }
+    }
+    const bool direct = jj + bk.writes <= w;
+    for (int r = 0; r < R; ++r) outs[r] = direct ? im.out + (i0 + r) * im.out_stride + jj : tmp[r];
+    fn(bk, ptrs, outs);
+    if (!direct) {
+      const std::int64_t n = std::min<std::int64_t>(B, w - jj);
+      for (int r = 0; r < R; ++r) std::memcpy(im.out + (i0 + r) * im.out_stride + jj, tmp[r], n);
+    }
+  }
+}
+
+int thread_count(int threads) {
+#ifdef _OPENMP
+  return threads > 0 ? threads : omp_get_max_threads();
+#else
+  return threads > 0 ? threads : 1;
+#endif
+}
+
+void run_blocks(const Block& bk, const Image& im, int threads) {
+  const int R = bk.rows_out;
+  const std::int64_t nblk = (im.h + R - 1) / R;
+#pragma omp parallel for schedule(static) num_threads(thread_count(threads))
+  for (std::int64_t ib = 0; ib < nblk; ++ib) {
+    const std::int64_t i0 = ib * R;
+    if (i0 + R <= im.h) {
+      run_rows(bk, bk.fn, R, im, i0);
+    } else {
+      for (std::int64_t i = i0; i < im.h; ++i) run_rows(bk, bk.fn1, 1, im, i);
+    }
+  }
+}
+
+void run_separable(const Separable& s, const Image& im, int threads) {
+  const std::int64_t w = im.w, tlen = w + s.kw + 16;
+  const std::int16_t zero_col = static_cast<std::int16_t>(s.biased() ? 0x8000 : 0);
+#pragma omp parallel num_threads(thread_count(threads))
+  {
+    std::vector<std::int16_t> t(static_cast<std::size_t>(tlen), 0);
+    const std::uint8_t* rows[kMaxRows];
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < im.h; ++i) {
+      row_pointers(im, i - im.ay, s.kh, rows);
+      std::int16_t* v = t.data() + im.ax;
+      sep_vertical_avx2(s, rows, w, v);
+      // Border columns of the temporary row: the column sums are linear in the pixels, so a
+      // reflected/replicated column's sum is the sum at the mapped column.
+      for (std::int64_t c = 0; c < s.kw - 1; ++c) {
+        const std::int64_t x = c < im.ax ? c - im.ax : w + (c - im.ax);
+        const std::int64_t m = map_index(x, w, im.border);
+        t[static_cast<std::size_t>(im.ax + x)] = m < 0 ? zero_col : v[m];
+      }
+      sep_horizontal_avx2(s, t.data(), w, im.out + i * im.out_stride);
+    }
+  }
+}
+
+}  // namespace
+
+void build_portable(Block& b, const std::int32_t* k) {
+  b.k32.assign(k, k + b.kh * b.kw);
+  b.outputs = 32;
+  b.reads = 32 + b.kw - 1;
+  b.writes = 32;
+  b.fn = b.fn1 = &portable_block;
+  b.rows_out = 1;
+}
+
+Analysis analyze(const std::int32_t* k, int kh, int kw, std::int64_t divisor,
+                 const std::string& algorithm, bool avx2) {
+  return prepare(k, kh, kw, divisor, algorithm, avx2).an;
+}
+
+void filter2d(const std::uint8_t* in, std::int64_t h, std::int64_t w, std::int64_t in_stride,
+              std::uint8_t* out, std::int64_t out_stride, const std::int32_t* k, int kh, int kw,
+              std::int64_t divisor, Border border, int ay, int ax, const std::string& algorithm,
+              int threads) {
+  if (h < 1 || w < 1) throw ValueError("image is empty");
+  if (ay < 0 || ay >= kh || ax < 0 || ax >= kw)
+    throw ValueError("anchor must lie inside the kernel");
+  Prepared p = prepare(k, kh, kw, divisor, algorithm, use_avx2());
+  std::vector<std::uint8_t> zero(static_cast<std::size_t>(w + 64), 0);
+  Image im{in, h, w, in_stride, out, out_stride, border, ay, ax, zero.data()};
+  if (p.an.algo == Algo::sep)
+    run_separable(p.sep, im, threads);
+  else
+    run_blocks(p.block, im, threads);
+}
+
+}  // namespace u8
+}  // namespace tc
+
+namespace tc {
+std::string simd_u8_note() { return u8::path_note(); }
+}  // namespace tc

@@ -1,0 +1,121 @@
+// Algorithm 7 (separable kernel = outer(a, b)), the two 1-D passes merged row by row through a
+// temporary row. Vertical k x 1 pass: maddubs with a_u in the even bytes gives the even pixels'
+// products, a_u in the odd bytes the odd pixels'; rows are added in 16 bits and the two planes
+// interleaved back into pixel order. Unlike the paper the temporary keeps the undivided 16-bit
+// column sums (dividing twice is not floor(sum / divisor)), so the horizontal 1 x k pass works
+// on 16-bit values: mullo_epi16 with 16-bit IRs when the whole sum fits 16 bits, else madd_epi16
+// on coefficient pairs with 32-bit IRs (columns read as uint16 are stored biased by -32768).
+#include <cstdint>
+#include <vector>
+
+#include "simd_u8.hpp"
+#include "avx2_common.hpp"
+
+namespace tc {
+namespace u8 {
+namespace {
+
+void vertical_chunk(const Separable& s, const std::uint8_t* const* rows, std::int64_t x,
+                    std::int16_t* v, const __m256i* ce, const __m256i* co, __m256i flip) {
+  __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
+  for (int u = 0; u < s.kh; ++u) {
+    const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[u] + x));
+    e = _mm256_add_epi16(e, _mm256_maddubs_epi16(r, ce[u]));
+    o = _mm256_add_epi16(o, _mm256_maddubs_epi16(r, co[u]));
+  }
+  e = _mm256_xor_si256(e, flip);
+  o = _mm256_xor_si256(o, flip);
+  const __m256i lo = _mm256_unpacklo_epi16(e, o), hi = _mm256_unpackhi_epi16(e, o);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + x), _mm256_permute2x128_si256(lo, hi, 0x20));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + x + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
+}  // namespace
+
+void sep_vertical_avx2(const Separable& s, const std::uint8_t* const* rows, std::int64_t w,
+                       std::int16_t* v) {
+  __m256i ce[16], co[16];
+  for (int u = 0; u < s.kh; ++u) {
+    const int a = s.a[u] & 0xFF;  // a fits int8 (analyze checks)
+    ce[u] = _mm256_set1_epi16(static_cast<short>(a));
+    co[u] = _mm256_set1_epi16(static_cast<short>(a << 8));
+  }
+  const __m256i flip = _mm256_set1_epi16(s.biased() ? static_cast<short>(0x8000) : 0);
+  std::int64_t x = 0;
+  for (; x + 32 <= w; x += 32) vertical_chunk(s, rows, x, v, ce, co, flip);
+  if (x == w) return;
+  if (w >= 32) {  // overlap the last chunk instead of a scalar remainder
+    vertical_chunk(s, rows, w - 32, v, ce, co, flip);
+    return;
+  }
+  for (; x < w; ++x) {
+    std::int32_t sum = 0;
+    for (int u = 0; u < s.kh; ++u) sum += s.a[u] * rows[u][x];
+    std::uint16_t bits = static_cast<std::uint16_t>(sum);
+    if (s.biased()) bits ^= 0x8000u;
+    v[x] = static_cast<std::int16_t>(bits);
+  }
+}
+
+namespace {
+
+void horizontal16_chunk(const Separable& s, const std::int16_t* t, std::uint8_t* out) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+  for (int v = 0; v < s.kw; ++v) {
+    const __m256i c = _mm256_set1_epi16(static_cast<short>(s.b[v]));
+    a0 = _mm256_add_epi16(a0, _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + v)), c));
+    a1 = _mm256_add_epi16(a1, _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 16 + v)), c));
+  }
+  a0 = finish16(a0, s.h_ir, s.div);
+  a1 = finish16(a1, s.h_ir, s.div);
+  const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi16(a0, a1), 0xD8);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), p);
+}
+
+void horizontal32_chunk(const Separable& s, const std::int16_t* t, const std::int32_t* pairs,
+                        int np, std::uint8_t* out) {
+  __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
+  for (int i = 0; i < np; ++i) {
+    const __m256i c = _mm256_set1_epi32(pairs[i]);
+    e = _mm256_add_epi32(e, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 2 * i)), c));
+    o = _mm256_add_epi32(o, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 2 * i + 1)), c));
+  }
+  const __m256i bias = _mm256_set1_epi32(static_cast<int>(s.bias));
+  e = finish32(_mm256_add_epi32(e, bias), s.div);
+  o = finish32(_mm256_add_epi32(o, bias), s.div);
+  const __m256i both = _mm256_or_si256(e, _mm256_slli_epi32(o, 8));
+  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                        0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i q = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(both, pick), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(q));
+}
+
+}  // namespace
+
+void sep_horizontal_avx2(const Separable& s, const std::int16_t* t, std::int64_t w,
+                         std::uint8_t* out) {
+  if (s.h_ir != IR::s32) {
+    std::int64_t x = 0;
+    for (; x + 32 <= w; x += 32) horizontal16_chunk(s, t + x, out + x);
+    if (x < w && w >= 32) horizontal16_chunk(s, t + w - 32, out + w - 32);
+    else
+      for (; x < w; ++x) out[x] = sep_scalar_output(s, t + x);
+    return;
+  }
+  std::int32_t pairs[8];
+  const int np = (s.kw + 1) / 2;
+  for (int i = 0; i < np; ++i) {
+    const std::int32_t lo = s.b[2 * i], hi = 2 * i + 1 < s.kw ? s.b[2 * i + 1] : 0;
+    pairs[i] = static_cast<std::int32_t>((static_cast<std::uint32_t>(lo) & 0xFFFFu) |
+                                         (static_cast<std::uint32_t>(hi) << 16));
+  }
+  std::int64_t x = 0;
+  for (; x + 16 <= w; x += 16) horizontal32_chunk(s, t + x, pairs, np, out + x);
+  if (x < w && w >= 16) horizontal32_chunk(s, t + w - 16, pairs, np, out + w - 16);
+  else
+    for (; x < w; ++x) out[x] = sep_scalar_output(s, t + x);
+}
+
+}  // namespace u8
+}  // namespace tc
+TC_AVX2_END

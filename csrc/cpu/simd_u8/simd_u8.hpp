@@ -1,0 +1,106 @@
+// simd_u8: the Kelefouras & Keramidas (TPDS 2022) 8-bit direct convolution, OpenCV filter2D
+// semantics: out = clip(floor(sum(image * kernel) / divisor), 0, 255), exact at every pixel.
+// Shared declarations between the dispatch/driver file and the per-algorithm files.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tc {
+namespace u8 {
+
+enum class Border : int { constant, replicate, reflect101 };
+Border parse_border(const std::string& name);  // ValueError naming the valid borders
+
+// The paper's algorithms plus our two extensions (portable scalar, 16-bit coefficients).
+enum class Algo : int { alg1, alg2, alg3, sep, wide, portable };
+const char* algo_name(Algo a);
+
+// floor(x / d) for 0 <= x < 2^w, Algorithm 4: case A (d = 2^b) x >> b; case B (frac(f) < 1/2)
+// ((x + 1) * floor(f)) >> (w + b); case C (x * ceil(f)) >> (w + b), with f = 2^(w+b) / d.
+struct Divider {
+  char kase = 'A';
+  int b = 0;
+  std::uint64_t f = 0;
+};
+Divider make_divider(std::int64_t d, int w);
+
+// How 16-bit intermediate results are read: signed (max with 0 before dividing) or unsigned.
+enum class IR : int { s16, u16, s32 };
+
+// One vectorized routine bound to its prepared coefficients. It computes `outputs` pixels of each
+// of `rows_out` output rows from rows[0 .. kh + rows_out - 2] (pointers at the first input column
+// of the block), reading `reads` bytes of each row and writing `writes` bytes at each out
+// pointer; bytes past `outputs` are garbage that the driver overwrites with the next block.
+struct Block;
+using BlockFn = void (*)(const Block&, const std::uint8_t* const* rows, std::uint8_t* const* outs);
+struct Block {
+  BlockFn fn = nullptr;    // rows_out rows at once (register blocking)
+  BlockFn fn1 = nullptr;   // one row (row tails)
+  int outputs = 0, reads = 0, writes = 0, rows_out = 1;
+  int kh = 0, kw = 0;
+  IR ir = IR::s16;
+  Divider div;
+  std::int64_t divisor = 1;       // the portable path divides exactly
+  std::vector<std::uint8_t> tab;  // vector coefficients, 32 bytes each
+  std::vector<std::int32_t> k32;  // the kernel as int32 (portable) or coefficient pairs (wide)
+};
+
+// Separable kernel (Algorithm 7): kernel = outer(a, b); vertical pass into a 16-bit row, then
+// horizontal pass. V unsigned: the column sums are read as uint16 (a >= 0).
+struct Separable {
+  int kh = 0, kw = 0;
+  std::vector<std::int32_t> a, b;
+  bool v_unsigned = false;
+  IR h_ir = IR::s16;  // s16/u16: 16-bit horizontal IRs (mullo); s32: 32-bit (madd)
+  std::int64_t bias = 0;  // added to 32-bit sums when V was stored biased by -32768
+  std::int64_t divisor = 1;
+  Divider div;            // for the horizontal IR width
+  bool biased() const { return v_unsigned && h_ir == IR::s32; }
+};
+// Exact scalar output from column sums t[0 .. kw) as the vertical pass stored them.
+std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t);
+std::uint8_t clip_div(std::int64_t sum, std::int64_t divisor);  // clip(floor(sum / d), 0, 255)
+
+// The full analysis of one (kernel, divisor, algorithm request): what runs and why.
+struct Analysis {
+  Algo algo = Algo::portable;
+  int ir_bits = 32;
+  bool ir_unsigned = false;
+  char div_case = 'A';
+  bool separable = false;   // the kernel is an outer product of integer vectors
+  std::vector<std::int32_t> a, b;
+  std::int64_t sum_min = 0, sum_max = 0;  // range of the exact sum over uint8 images
+  int row_block = 1;
+  std::string why;          // one line: why this algorithm
+};
+
+Analysis analyze(const std::int32_t* k, int kh, int kw, std::int64_t divisor,
+                 const std::string& algorithm, bool avx2);
+
+// Run-time dispatch: AVX2+FMA present and TENSORCONV_FORCE_PORTABLE not set.
+bool avx2_supported();
+bool portable_forced();
+bool use_avx2();
+std::string path_note();  // for methods(): which path runs here and why
+
+void filter2d(const std::uint8_t* in, std::int64_t h, std::int64_t w, std::int64_t in_stride,
+              std::uint8_t* out, std::int64_t out_stride, const std::int32_t* k, int kh, int kw,
+              std::int64_t divisor, Border border, int ay, int ax, const std::string& algorithm,
+              int threads);
+
+// Per-algorithm builders (AVX2 files; called only when avx2_supported()).
+void build_alg1_avx2(Block& b, const std::int32_t* k, int row_block);
+void build_alg2_avx2(Block& b, const std::int32_t* k);
+void build_alg3_avx2(Block& b, const std::int32_t* k);
+void build_wide_avx2(Block& b, const std::int32_t* k);
+void build_portable(Block& b, const std::int32_t* k);
+// Algorithm 7 passes: column sums of `w` pixels into v (16-bit, biased by -32768 when asked),
+// then the row pass over t[0 .. w + kw) (one readable slack element) into w output bytes.
+void sep_vertical_avx2(const Separable& s, const std::uint8_t* const* rows, std::int64_t w,
+                       std::int16_t* v);
+void sep_horizontal_avx2(const Separable& s, const std::int16_t* t, std::int64_t w,
+                         std::uint8_t* out);
+
+}  // namespace u8
+}  // namespace tc

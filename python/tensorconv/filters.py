@@ -1,0 +1,115 @@
+"""8-bit image filtering with OpenCV's filter2D semantics on integer kernels, computed exactly by
+the Kelefouras & Keramidas (2022) AVX2 method (`simd_u8`), with a portable fallback."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _core
+
+BORDERS = ("constant", "replicate", "reflect101")
+ALGORITHMS = ("auto", "alg1", "alg2", "alg3", "sep", "wide", "portable")
+_MAX_K = 15
+
+
+def _int_arg(value, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    return int(value)
+
+
+def _check_image(image) -> np.ndarray:
+    if not isinstance(image, np.ndarray):
+        raise TypeError(f"image must be a NumPy uint8 array, got {type(image).__name__}")
+    if image.dtype != np.uint8:
+        raise TypeError(f"image must have dtype uint8, got {image.dtype}")
+    if image.ndim != 2:
+        raise ValueError(f"image must be 2-D (one channel), got ndim={image.ndim}")
+    if image.shape[0] == 0 or image.shape[1] == 0:
+        raise ValueError(f"image is empty (shape {image.shape})")
+    return np.ascontiguousarray(image)
+
+
+def _check_kernel(kernel) -> np.ndarray:
+    kernel = np.asarray(kernel)
+    if kernel.dtype.kind not in "iu":
+        raise TypeError(f"kernel must have an integer dtype (int8, or int16 for larger values), "
+                        f"got {kernel.dtype}")
+    if kernel.ndim != 2:
+        raise ValueError(f"kernel must be 2-D, got ndim={kernel.ndim}")
+    if kernel.shape[0] == 0 or kernel.shape[1] == 0:
+        raise ValueError(f"kernel is empty (shape {kernel.shape})")
+    if kernel.shape[0] > _MAX_K or kernel.shape[1] > _MAX_K:
+        raise ValueError(f"kernel shape {kernel.shape} exceeds {_MAX_K}x{_MAX_K}, the largest "
+                         "simd_u8 supports")
+    if kernel.min() < -32768 or kernel.max() > 32767:
+        raise ValueError("kernel values must fit 16 bits (-32768..32767); got "
+                         f"[{kernel.min()}, {kernel.max()}]")
+    return np.ascontiguousarray(kernel, dtype=np.int32)
+
+
+def _check_divisor(divisor) -> int:
+    d = _int_arg(divisor, "divisor")
+    if d < 1 or d > 2**31 - 1:
+        raise ValueError(f"divisor must be a positive integer below 2**31, got {d}")
+    return d
+
+
+def _check_algorithm(algorithm) -> str:
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; valid: {', '.join(ALGORITHMS)}")
+    return algorithm
+
+
+def filter2d_u8(image, kernel, divisor, *, border="reflect101", anchor=None, threads=None,
+                algorithm="auto"):
+    """Filter a uint8 image with an integer kernel as OpenCV's filter2D does, exactly.
+
+    out[i, j] = clip(floor(sum_uv image[i + u - ay, j + v - ax] * kernel[u, v] / divisor), 0, 255)
+    (correlation; anchor (ay, ax) defaults to (kh // 2, kw // 2)), with pixels outside the image
+    given by ``border``: "constant" (0), "replicate" or "reflect101" (OpenCV's default).
+
+    kernel: int8 values use the paper's 8-bit maddubs algorithms; values up to 16 bits use
+    16-bit coefficients. Intermediate results are 16-bit when every possible sum fits, else
+    32-bit. ``algorithm`` forces one of the paper's algorithms (alg1, alg2, alg3, sep) or our
+    extensions (wide: 16-bit coefficients; portable: scalar); a forced algorithm that cannot be
+    exact for this kernel raises ValueError saying why. ``threads``: OpenMP threads (None: all).
+    Set TENSORCONV_FORCE_PORTABLE=1 to run the portable path instead of AVX2.
+    """
+    image = _check_image(image)
+    k = _check_kernel(kernel)
+    d = _check_divisor(divisor)
+    if border not in BORDERS:
+        raise ValueError(f"unknown border {border!r}; valid borders: {', '.join(BORDERS)}")
+    kh, kw = k.shape
+    if anchor is None:
+        ay, ax = kh // 2, kw // 2
+    else:
+        try:
+            ay, ax = (_int_arg(a, "anchor") for a in anchor)
+        except TypeError:
+            raise TypeError(f"anchor must be a pair of integers, got {anchor!r}") from None
+        if not (0 <= ay < kh and 0 <= ax < kw):
+            raise ValueError(f"anchor {(ay, ax)} must lie inside the kernel {(kh, kw)}")
+    if threads is None:
+        nthreads = 0
+    else:
+        nthreads = _int_arg(threads, "threads")
+        if nthreads < 1:
+            raise ValueError(f"threads must be a positive integer or None, got {nthreads}")
+    return _core.filter2d_u8(image, k, d, border, ay, ax, _check_algorithm(algorithm), nthreads)
+
+
+def filter2d_u8_info(kernel, divisor, *, algorithm="auto") -> dict:
+    """How filter2d_u8 computes this kernel here: algorithm, IR bits, division case (A/B/C),
+    separable factors, register blocking, path (avx2/portable) and why."""
+    return dict(_core.filter2d_u8_info(_check_kernel(kernel), _check_divisor(divisor),
+                                       _check_algorithm(algorithm)))
+
+
+def simd_u8_path() -> str:
+    """'avx2' or 'portable': the path filter2d_u8 takes now (TENSORCONV_FORCE_PORTABLE=1 forces
+    the portable one)."""
+    return filter2d_u8_info(np.ones((1, 1), np.int8), 1)["path"]
