@@ -6,7 +6,8 @@
 // blended into out_even / out_odd (output j lands in slot j/2 of plane j%2), divided once per
 // plane and packed into bytes with one shift and one OR. Each lane yields 17-kw outputs; lane 1
 // is loaded 17-kw bytes after lane 0 so the two lanes cover adjacent output runs.
-// Register blocking (section 3.3): R output rows share every loaded input row.
+// Register blocking (section 3.3): R output rows share every loaded input row. Kernel height and
+// width are template arguments (k <= 5), so everything unrolls.
 #include <cstdint>
 #include <vector>
 
@@ -30,26 +31,26 @@ struct Alg1Shape {
   }
 };
 
-template <int KW, int R>
+template <int KH, int KW, int R>
 void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
   using S = Alg1Shape<KW>;
   constexpr int G = S::G, N = S::N;
-  const int kh = bk.kh;
   const std::uint8_t* tab = bk.tab.data();
+  // Fully unrolled (kernel rows, output rows, shifts): the R*G accumulators stay in registers.
   __m256i acc[R][G];
-  for (int r = 0; r < R; ++r)
-    for (int x = 0; x < G; ++x) acc[r][x] = _mm256_setzero_si256();
-  for (int u = 0; u < kh + R - 1; ++u) {
+  unroll<R>([&](auto r) { unroll<G>([&](auto X) { acc[r][X] = _mm256_setzero_si256(); }); });
+  unroll<KH + R - 1>([&](auto u) {
     const __m256i px = load2<N>(rows[u]);
-    for (int r = 0; r < R; ++r) {
-      const int cu = u - r;  // kernel row that input row u meets in output row r
-      if (cu < 0 || cu >= kh) continue;
-      unroll<G>([&](auto X) {
-        acc[r][X] = _mm256_add_epi16(acc[r][X], _mm256_maddubs_epi16(px, vcoef(tab, cu * G + X)));
-      });
-    }
-  }
-  for (int r = 0; r < R; ++r) {
+    unroll<R>([&](auto r) {
+      constexpr int cu = decltype(u)::value - decltype(r)::value;  // kernel row met by row r
+      if constexpr (cu >= 0 && cu < KH) {
+        unroll<G>([&](auto X) {
+          acc[r][X] = _mm256_add_epi16(acc[r][X], _mm256_maddubs_epi16(px, vcoef(tab, cu * G + X)));
+        });
+      }
+    });
+  });
+  unroll<R>([&](auto r) {
     __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
     unroll<G>([&](auto X) {
       const __m256i m = reduce16<G / 2>(acc[r][X]);
@@ -61,10 +62,10 @@ void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
     even = finish16(even, bk.ir, bk.div);
     odd = finish16(odd, bk.ir, bk.div);
     store2<N>(outs[r], _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
-  }
+  });
 }
 
-template <int KW>
+template <int KH, int KW>
 struct Build {
   static void run(Block& b, const std::int32_t*& k, int& row_block) {
   using S = Alg1Shape<KW>;
@@ -80,12 +81,12 @@ struct Build {
   b.outputs = 2 * S::N;
   b.reads = S::N + 16;
   b.writes = S::N + 16;
-  b.fn1 = &alg1_block<KW, 1>;
+  b.fn1 = &alg1_block<KH, KW, 1>;
   if (row_block >= 3) {
-    b.fn = &alg1_block<KW, 3>;
+    b.fn = &alg1_block<KH, KW, 3>;
     b.rows_out = 3;
   } else if (row_block == 2) {
-    b.fn = &alg1_block<KW, 2>;
+    b.fn = &alg1_block<KH, KW, 2>;
     b.rows_out = 2;
   } else {
     b.fn = b.fn1;
@@ -97,7 +98,7 @@ struct Build {
 }  // namespace
 
 void build_alg1_avx2(Block& b, const std::int32_t* k, int row_block) {
-  with_kw<Build, 5>(b.kw, b, k, row_block);  // analyze() keeps Algorithm 1 to kw <= 5
+  with_khkw<Build, 5>(b.kh, b.kw, b, k, row_block);  // analyze() keeps Algorithm 1 to k <= 5
 }
 
 }  // namespace u8

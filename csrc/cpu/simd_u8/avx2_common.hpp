@@ -151,6 +151,19 @@ inline void with_kw(int kw, A&... args) {
   }
 }
 
+// Build<kh, kw>::run(args...) for run-time kh, kw in 1..Max.
+template <template <int, int> class Build, int Max, int KH = 1, int KW = 1, class... A>
+inline void with_khkw(int kh, int kw, A&... args) {
+  if constexpr (KH <= Max) {
+    if constexpr (KW <= Max) {
+      if (kh == KH && kw == KW) Build<KH, KW>::run(args...);
+      else with_khkw<Build, Max, KH, KW + 1>(kh, kw, args...);
+    } else {
+      with_khkw<Build, Max, KH + 1, 1>(kh, kw, args...);
+    }
+  }
+}
+
 inline __m256i vcoef(const std::uint8_t* tab, int i) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tab + 32 * i));
 }

@@ -258,9 +258,9 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
     } else if (ok_sep && std::min(kh, kw) >= kSepMin) {
       algo = Algo::sep;
       an.why = "separable kernel, k >= " + std::to_string(kSepMin);
-    } else if (ok16 && kw <= 5 && pairs1) {
+    } else if (ok16 && kh <= 5 && kw <= 5 && pairs1) {
       algo = Algo::alg1;
-      an.why = "8-bit coefficients, 16-bit IRs, kw <= 5";
+      an.why = "8-bit coefficients, 16-bit IRs, k <= 5";
     } else if (ok16 && pairs0) {
       algo = Algo::alg2;
       an.why = "8-bit coefficients, 16-bit IRs, kw > 5 (or Algorithm 1's pairs would saturate)";
@@ -283,7 +283,8 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
                          "'; valid: auto, alg1, alg2, alg3, sep, wide, portable");
       if (!avx2) fail("it needs the AVX2 path, which is off here (" + path_note() + ")");
       if (req == "alg1") {
-        if (kw > 5) fail("Algorithm 1 is for kernel widths <= 5 (its kw*(kw+1) shifted coefficients outgrow the registers)");
+        if (kh > 5 || kw > 5)
+          fail("Algorithm 1 is for kernels up to 5x5 (its kh*(kw+1) shifted coefficients outgrow the registers)");
         if (!int8) fail(not8);
         if (!pairs1) fail(sat);
         if (!ok16) fail(why16);
