@@ -1,11 +1,15 @@
-// CPU `direct`: valid correlation by the definition, OpenMP over output rows. Each thread keeps a
-// block of output pixels in registers and streams kernel taps over it, so the inner loop is a
-// contiguous multiply-add the compiler vectorizes. fp16fp32 widens half storage to float once.
+// CPU `direct`: valid correlation by the definition, OpenMP over output rows. On AVX2/FMA CPUs the
+// register-blocked intrinsics kernels of direct_avx2.cpp run; elsewhere (or with
+// TENSORCONV_FORCE_PORTABLE=1) each thread keeps a block of output pixels in registers and streams
+// kernel taps over it, a contiguous multiply-add the compiler vectorizes for the baseline ISA.
+// fp16fp32 widens half storage to float once.
 #include <cstdint>
 #include <vector>
 
 #include "../core/factories.hpp"
 #include "../core/half.hpp"
+#include "cpu_features.hpp"
+#include "direct_avx2.hpp"
 
 namespace tc {
 namespace {
@@ -14,6 +18,10 @@ template <class T>
 void correlate_valid(const T* in, std::int64_t in_stride, T* out, std::int64_t out_stride,
                      std::int64_t orows, std::int64_t ocols, const T* k, std::int64_t kh,
                      std::int64_t kw) {
+  if (cpu_use_avx2()) {
+    correlate_valid_avx2(in, in_stride, out, out_stride, orows, ocols, k, kh, kw);
+    return;
+  }
   constexpr std::int64_t B = 64 / sizeof(T);  // 16 floats / 8 doubles: a few vector registers
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < orows; ++i) {

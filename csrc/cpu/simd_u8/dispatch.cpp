@@ -9,7 +9,6 @@
 #endif
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -17,6 +16,7 @@
 
 #include "../../core/factories.hpp"
 #include "../../core/types.hpp"
+#include "../cpu_features.hpp"
 #include "simd_u8.hpp"
 
 namespace tc {
@@ -83,20 +83,8 @@ std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t) {
 
 // ---------------------------------------------------------------- run-time dispatch
 
-bool avx2_supported() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-#else
-  return false;
-#endif
-}
-
-bool portable_forced() {
-  const char* e = std::getenv("TENSORCONV_FORCE_PORTABLE");
-  return e && *e && std::string(e) != "0";
-}
-
+bool avx2_supported() { return cpu_has_avx2_fma(); }
+bool portable_forced() { return cpu_portable_forced(); }
 bool use_avx2() { return avx2_supported() && !portable_forced(); }
 
 std::string path_note() {
