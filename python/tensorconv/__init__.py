@@ -19,5 +19,5 @@ def cuda_available() -> bool:
 
 
 __all__ = ["PRECISIONS", "Plan", "MethodInfo", "WITH_CUDA", "convolve2d", "correlate2d",
-           "cuda_available", "default_precision", "filter2d_u8", "filter2d_u8_info", "methods", "methods_table", "plan",
-           "simd_u8_path", "__version__"]
+           "cuda_available", "default_precision", "filter2d_u8", "filter2d_u8_info", "methods",
+           "methods_table", "plan", "simd_u8_path", "__version__"]

@@ -1,5 +1,8 @@
 from typing import Any, Literal, NamedTuple, Optional, Sequence, Tuple
 
+import numpy as np
+import numpy.typing as npt
+
 
 __version__: str
 WITH_CUDA: bool
@@ -16,6 +19,8 @@ class MethodInfo(NamedTuple):
     available: bool
     reason: str
     summary: str
+    entry: str
+    note: str
 
 def methods() -> list[MethodInfo]: ...
 def methods_table() -> str: ...
@@ -44,3 +49,12 @@ def correlate2d(in1: Any, in2: Any, mode: Mode = ..., boundary: Boundary = ...,
 def convolve2d(in1: Any, in2: Any, mode: Mode = ..., boundary: Boundary = ...,
                fillvalue: float = ..., *, method: str = ...,
                precision: Optional[Precision] = ...) -> Any: ...
+
+Border = Literal["constant", "replicate", "reflect101"]
+Algorithm = Literal["auto", "alg1", "alg2", "alg3", "sep", "wide", "portable"]
+
+def filter2d_u8(image: npt.NDArray[np.uint8], kernel: npt.ArrayLike, divisor: int, *,
+                border: Border = ..., anchor: Optional[Tuple[int, int]] = ...,
+                threads: Optional[int] = ..., algorithm: Algorithm = ...) -> npt.NDArray[np.uint8]: ...
+def filter2d_u8_info(kernel: npt.ArrayLike, divisor: int, *, algorithm: Algorithm = ...) -> dict: ...
+def simd_u8_path() -> Literal["avx2", "portable"]: ...

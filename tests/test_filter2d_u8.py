@@ -1,0 +1,272 @@
+"""filter2d_u8 (simd_u8): every algorithm x division case x border x kernel size against an exact
+integer NumPy reference; remainders (odd widths), one-row and one-column images; the AVX2 and
+portable paths equal; dispatch, registry and error messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorconv as tc
+
+BORDERS = ("constant", "replicate", "reflect101")
+SIZES = list(range(3, 16))  # odd and even, 3..15
+AVX2_ALGOS = ("alg1", "alg2", "alg3", "sep", "wide")
+
+
+def _index(x: np.ndarray, n: int, border: str) -> np.ndarray:
+    """Source index of each position (outside [0, n) too); -1 reads the constant 0."""
+    if border == "constant":
+        return np.where((x >= 0) & (x < n), x, -1)
+    if border == "replicate":
+        return np.clip(x, 0, n - 1)
+    if n == 1:
+        return np.zeros_like(x)
+    p = 2 * (n - 1)
+    x = np.mod(x, p)
+    return np.where(x < n, x, p - x)
+
+
+def reference(image, kernel, divisor, border="reflect101", anchor=None):
+    """clip(floor(sum(image * kernel) / divisor), 0, 255) in int64, borders by index mapping."""
+    img = np.asarray(image, np.int64)
+    k = np.asarray(kernel, np.int64)
+    kh, kw = k.shape
+    h, w = img.shape
+    ay, ax = anchor if anchor is not None else (kh // 2, kw // 2)
+    ys = _index(np.arange(-ay, h + kh - 1 - ay), h, border)
+    xs = _index(np.arange(-ax, w + kw - 1 - ax), w, border)
+    padded = img[np.maximum(ys, 0)][:, np.maximum(xs, 0)]
+    padded[ys < 0, :] = 0
+    padded[:, xs < 0] = 0
+    acc = np.zeros((h, w), np.int64)
+    for u in range(kh):
+        for v in range(kw):
+            if k[u, v]:
+                acc += k[u, v] * padded[u:u + h, v:v + w]
+    return np.clip(np.floor_divide(acc, divisor), 0, 255).astype(np.uint8)
+
+
+@pytest.fixture(scope="module")
+def avx2():
+    if tc.simd_u8_path() != "avx2":
+        pytest.skip("AVX2 path not in use here: " + _simd_row().note)
+
+
+def _simd_row():
+    return next(m for m in tc.methods() if m.name == "simd_u8")
+
+
+def kernel_for(algo: str, kh: int, kw: int, rng) -> np.ndarray:
+    """A kernel the algorithm can compute exactly (16-bit sums for alg1/alg2, 8-bit pairs that
+    do not saturate maddubs, an integer outer product for sep, 16-bit values for wide)."""
+    if algo in ("alg1", "alg2"):
+        lim = max(1, 120 // (kh * kw))
+        return rng.integers(-lim, lim + 1, (kh, kw)).astype(np.int8)
+    if algo == "alg3":
+        return rng.integers(-64, 64, (kh, kw)).astype(np.int8)
+    if algo == "sep":
+        a = rng.integers(-2, 5, kh)
+        b = rng.integers(-3, 6, kw)
+        a[kh // 2] = b[kw // 2] = 3  # never all zero
+        return np.outer(a, b).astype(np.int16)
+    return rng.integers(-3000, 3000, (kh, kw)).astype(np.int16)
+
+
+def divisor_for(kernel, algo: str, case: str) -> int:
+    """The smallest divisor whose Algorithm 4 case (for the IR width this kernel uses) is `case`."""
+    for d in ([16, 256, 1] if case == "A" else range(3, 400)):
+        if tc.filter2d_u8_info(kernel, d, algorithm=algo)["division_case"] == case:
+            return d
+    raise AssertionError(f"no divisor gives case {case}")
+
+
+@pytest.mark.parametrize("algo,k", [(a, k) for a in AVX2_ALGOS for k in SIZES
+                                     if a != "alg1" or k <= 5])  # alg1 > 5x5 raises (below)
+def test_algorithm_case_border_size(algo, k, avx2):
+    rng = np.random.default_rng(100 * k + AVX2_ALGOS.index(algo))
+    image = rng.integers(0, 256, (13, 45), dtype=np.uint8)  # 45: blocks + strips + tail
+    kernel = kernel_for(algo, k, k, rng)
+    for case in ("A", "B", "C"):
+        d = divisor_for(kernel, algo, case)
+        info = tc.filter2d_u8_info(kernel, d, algorithm=algo)
+        assert info["algorithm"] == algo and info["division_case"] == case
+        for border in BORDERS:
+            out = tc.filter2d_u8(image, kernel, d, border=border, algorithm=algo)
+            assert out.dtype == np.uint8 and out.shape == image.shape
+            np.testing.assert_array_equal(out, reference(image, kernel, d, border),
+                                          err_msg=f"{algo} k={k} case {case} {border}")
+
+
+@pytest.mark.parametrize("algo", AVX2_ALGOS)
+def test_ir_widths(algo, avx2):
+    """16-bit IRs read signed and unsigned, and 32-bit IRs, where the algorithm offers them."""
+    rng = np.random.default_rng(5)
+    image = rng.integers(0, 256, (17, 70), dtype=np.uint8)
+    kernels = {
+        "s16": np.array([[1, 2, 1], [2, -4, 2], [1, 2, 1]], np.int8),
+        "s16sep": np.outer([1, 2, 1], [-1, 0, 1]).astype(np.int8),  # Sobel
+        "u16": np.full((3, 3), 20, np.int8),  # sums up to 45900: unsigned 16-bit
+        "s32": np.full((3, 3), 60, np.int8),
+    }
+    seen = set()
+    for name, kernel in kernels.items():
+        try:
+            info = tc.filter2d_u8_info(kernel, 200, algorithm=algo)
+        except ValueError:
+            continue
+        seen.add((info["ir_bits"], info["ir_unsigned"]))
+        out = tc.filter2d_u8(image, kernel, 200, algorithm=algo)
+        np.testing.assert_array_equal(out, reference(image, kernel, 200), err_msg=name)
+    expected = {"alg1": {(16, False), (16, True)}, "alg2": {(16, False), (16, True)},
+                "alg3": {(32, False)}, "sep": {(16, False), (16, True), (32, False)},
+                "wide": {(32, False)}}[algo]
+    assert seen == expected
+
+
+@pytest.mark.parametrize("algo", AVX2_ALGOS + ("portable", "auto"))
+def test_shapes_remainders_and_anchors(algo, avx2):
+    """Widths around every block size, one-row and one-column images, rectangular kernels and
+    off-centre anchors."""
+    rng = np.random.default_rng(7)
+    shapes = [(1, 1), (1, 2), (1, 77), (77, 1), (2, 3), (5, 15), (6, 16), (7, 17), (9, 27),
+              (8, 31), (4, 32), (3, 33), (11, 63), (10, 65), (9, 97), (3, 131)]
+    kshapes = [(3, 3), (5, 5), (2, 7), (5, 1), (1, 4), (4, 5), (9, 9), (15, 15), (7, 12)]
+    for ks in kshapes:
+        if algo == "alg1" and max(ks) > 5:
+            continue
+        kernel = kernel_for(algo if algo in AVX2_ALGOS else "alg3", *ks, rng)
+        for shape in shapes:
+            image = rng.integers(0, 256, shape, dtype=np.uint8)
+            anchor = (int(rng.integers(ks[0])), int(rng.integers(ks[1])))
+            border = BORDERS[int(rng.integers(3))]
+            d = int(rng.choice([1, 7, 64, 300]))
+            out = tc.filter2d_u8(image, kernel, d, border=border, anchor=anchor, algorithm=algo)
+            np.testing.assert_array_equal(out, reference(image, kernel, d, border, anchor),
+                                          err_msg=f"{algo} {ks} {shape} {anchor} {border} {d}")
+
+
+def test_avx2_and_portable_paths_equal(monkeypatch, avx2):
+    rng = np.random.default_rng(11)
+    image = rng.integers(0, 256, (96, 517), dtype=np.uint8)
+    for k in (3, 4, 5, 7, 9, 12, 15):
+        for kernel in (rng.integers(-128 // k, 128 // k, (k, k)).astype(np.int8),
+                       rng.integers(-100, 100, (k, k)).astype(np.int8),
+                       np.outer(np.arange(1, k + 1) % 4 + 1, np.arange(k) % 3 + 1),
+                       rng.integers(-900, 900, (k, k)).astype(np.int16)):
+            for border in BORDERS:
+                fast = tc.filter2d_u8(image, kernel, 97, border=border)
+                monkeypatch.setenv("TENSORCONV_FORCE_PORTABLE", "1")
+                assert tc.simd_u8_path() == "portable"
+                slow = tc.filter2d_u8(image, kernel, 97, border=border)
+                monkeypatch.delenv("TENSORCONV_FORCE_PORTABLE")
+                np.testing.assert_array_equal(fast, slow)
+    np.testing.assert_array_equal(fast, reference(image, kernel, 97, border))
+
+
+def test_auto_choices(avx2):
+    g = np.outer([1, 4, 6, 4, 1], [1, 4, 6, 4, 1])
+    info = tc.filter2d_u8_info(g, 256)
+    assert info["algorithm"] == "sep" and info["separable"] and info["division_case"] == "A"
+    a, b = info["factors"]
+    np.testing.assert_array_equal(np.outer(a, b), g)
+    assert tc.filter2d_u8_info(np.ones((3, 3), np.int8), 9)["algorithm"] == "alg1"
+    assert tc.filter2d_u8_info(np.eye(7, dtype=np.int8) * 3, 21)["algorithm"] == "alg2"
+    assert tc.filter2d_u8_info(np.eye(9, dtype=np.int8) * 100, 9)["algorithm"] == "alg3"
+    assert tc.filter2d_u8_info(np.eye(3, dtype=np.int16) * 1000, 9)["algorithm"] == "wide"
+    # adjacent 8-bit coefficients whose pair sum would saturate maddubs -> 16-bit coefficients
+    assert tc.filter2d_u8_info(np.full((3, 3), 127, np.int8), 1)["algorithm"] == "wide"
+    assert tc.filter2d_u8_info(np.ones((3, 3), np.int8), 9)["register_blocking"] == 3
+
+
+def test_threads_and_strided_input():
+    rng = np.random.default_rng(3)
+    big = rng.integers(0, 256, (60, 200), dtype=np.uint8)
+    view = big[::2, 3:150]  # non-contiguous: copied by the wrapper
+    kernel = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], np.int8)
+    ref = reference(view, kernel, 1)
+    for threads in (None, 1, 2, 3):
+        np.testing.assert_array_equal(tc.filter2d_u8(view, kernel, 1, threads=threads), ref)
+
+
+def test_matches_opencv_borders_and_anchor():
+    cv2 = pytest.importorskip("cv2")
+    rng = np.random.default_rng(9)
+    image = rng.integers(0, 256, (41, 67), dtype=np.uint8)
+    kernel = rng.integers(-3, 4, (5, 4)).astype(np.int8)
+    flags = {"constant": cv2.BORDER_CONSTANT, "replicate": cv2.BORDER_REPLICATE,
+             "reflect101": cv2.BORDER_REFLECT_101}
+    for border, flag in flags.items():
+        for anchor in ((2, 2), (0, 3), (4, 0)):
+            # divisor 1: OpenCV's float sums are exact integers, so its rounding equals floor
+            ours = tc.filter2d_u8(image, kernel, 1, border=border, anchor=anchor)
+            theirs = cv2.filter2D(image, -1, kernel.astype(np.float32),
+                                  anchor=(anchor[1], anchor[0]), borderType=flag)
+            np.testing.assert_array_equal(ours, theirs, err_msg=f"{border} {anchor}")
+
+
+def test_registry_row():
+    row = _simd_row()
+    assert row.available and row.reason == "" and row.device == "cpu"
+    assert row.precisions == () and row.entry == "filter2d_u8"
+    assert "path in use" in row.note
+    assert "filter2d_u8" in tc.methods_table()
+    image = np.random.default_rng(0).random((20, 20))
+    with pytest.raises(ValueError, match="filter2d_u8"):
+        tc.correlate2d(image, np.ones((3, 3)), method="simd_u8")
+    from tensorconv._api import choose_method
+    for precision in tc.PRECISIONS:
+        for macs in (0.0, 1e12):
+            try:
+                assert choose_method(precision, False, macs) != "simd_u8"
+            except ValueError:
+                pass  # no method for this precision here
+
+
+def test_forced_portable_note(monkeypatch):
+    monkeypatch.setenv("TENSORCONV_FORCE_PORTABLE", "1")
+    assert tc.simd_u8_path() == "portable"
+    assert "portable path in use" in _simd_row().note
+    info = tc.filter2d_u8_info(np.ones((3, 3), np.int8), 9)
+    assert info["algorithm"] == "portable" and info["path"] == "portable"
+    with pytest.raises(ValueError, match="AVX2 path"):
+        tc.filter2d_u8(np.zeros((4, 4), np.uint8), np.ones((3, 3), np.int8), 9, algorithm="alg2")
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda img, k: tc.filter2d_u8(img.astype(np.int16), k, 1), TypeError, "uint8"),
+    (lambda img, k: tc.filter2d_u8(img, k.astype(np.float32), 1), TypeError, "integer dtype"),
+    (lambda img, k: tc.filter2d_u8(img[None], k, 1), ValueError, "2-D"),
+    (lambda img, k: tc.filter2d_u8(img[:0], k, 1), ValueError, "empty"),
+    (lambda img, k: tc.filter2d_u8(img, k[:0], 1), ValueError, "empty"),
+    (lambda img, k: tc.filter2d_u8(img, k, 0), ValueError, "divisor"),
+    (lambda img, k: tc.filter2d_u8(img, k, 2**31), ValueError, "divisor"),
+    (lambda img, k: tc.filter2d_u8(img, k, 2.0), TypeError, "divisor"),
+    (lambda img, k: tc.filter2d_u8(img, k, 1, border="wrap"), ValueError, "border"),
+    (lambda img, k: tc.filter2d_u8(img, k, 1, anchor=(3, 0)), ValueError, "anchor"),
+    (lambda img, k: tc.filter2d_u8(img, k, 1, anchor=(0.5, 0)), TypeError, "anchor"),
+    (lambda img, k: tc.filter2d_u8(img, k, 1, threads=0), ValueError, "threads"),
+    (lambda img, k: tc.filter2d_u8(img, np.ones((16, 3), np.int8), 1), ValueError, "15"),
+    (lambda img, k: tc.filter2d_u8(img, np.full((3, 3), 40000), 1), ValueError, "16 bits"),
+    (lambda img, k: tc.filter2d_u8(img, k, 1, algorithm="fft"), ValueError, "algorithm"),
+    (lambda img, k: tc.filter2d_u8([[1, 2]], k, 1), TypeError, "NumPy"),
+])
+def test_errors(call, exc, match):
+    image = np.zeros((8, 9), np.uint8)
+    kernel = np.ones((3, 3), np.int8)
+    with pytest.raises(exc, match=match):
+        call(image, kernel)
+
+
+def test_forced_algorithm_reasons(avx2):
+    image = np.zeros((8, 9), np.uint8)
+    with pytest.raises(ValueError, match="up to 5x5"):
+        tc.filter2d_u8(image, np.ones((7, 7), np.int8), 49, algorithm="alg1")
+    with pytest.raises(ValueError, match="beyond 16 bits"):
+        tc.filter2d_u8(image, np.full((5, 5), 20, np.int8), 1, algorithm="alg2")
+    with pytest.raises(ValueError, match="saturate maddubs"):
+        tc.filter2d_u8(image, np.full((3, 3), 127, np.int8), 1, algorithm="alg3")
+    with pytest.raises(ValueError, match="8 bits"):
+        tc.filter2d_u8(image, np.full((3, 3), 300, np.int16), 1, algorithm="alg3")
+    with pytest.raises(ValueError, match="outer product"):
+        tc.filter2d_u8(image, np.eye(3, dtype=np.int8), 1, algorithm="sep")
