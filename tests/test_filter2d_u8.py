@@ -11,7 +11,7 @@ import tensorconv as tc
 
 BORDERS = ("constant", "replicate", "reflect101")
 SIZES = list(range(3, 16))  # odd and even, 3..15
-AVX2_ALGOS = ("alg1", "alg2", "alg3", "sep", "wide")
+AVX2_ALGOS = ("alg1", "alg2", "alg3", "sep", "pairs", "wide")
 
 
 def _index(x: np.ndarray, n: int, border: str) -> np.ndarray:
@@ -60,7 +60,7 @@ def _simd_row():
 def kernel_for(algo: str, kh: int, kw: int, rng) -> np.ndarray:
     """A kernel the algorithm can compute exactly (16-bit sums for alg1/alg2, 8-bit pairs that
     do not saturate maddubs, an integer outer product for sep, 16-bit values for wide)."""
-    if algo in ("alg1", "alg2"):
+    if algo in ("alg1", "alg2", "pairs"):
         lim = max(1, 120 // (kh * kw))
         return rng.integers(-lim, lim + 1, (kh, kw)).astype(np.int8)
     if algo == "alg3":
@@ -86,16 +86,19 @@ def divisor_for(kernel, algo: str, case: str) -> int:
 def test_algorithm_case_border_size(algo, k, avx2):
     rng = np.random.default_rng(100 * k + AVX2_ALGOS.index(algo))
     image = rng.integers(0, 256, (13, 45), dtype=np.uint8)  # 45: blocks + strips + tail
-    kernel = kernel_for(algo, k, k, rng)
-    for case in ("A", "B", "C"):
-        d = divisor_for(kernel, algo, case)
-        info = tc.filter2d_u8_info(kernel, d, algorithm=algo)
-        assert info["algorithm"] == algo and info["division_case"] == case
-        for border in BORDERS:
-            out = tc.filter2d_u8(image, kernel, d, border=border, algorithm=algo)
-            assert out.dtype == np.uint8 and out.shape == image.shape
-            np.testing.assert_array_equal(out, reference(image, kernel, d, border),
-                                          err_msg=f"{algo} k={k} case {case} {border}")
+    kernels = [kernel_for(algo, k, k, rng)]
+    if algo == "pairs":  # both IR widths: 16 bits above, 32 bits here
+        kernels.append(kernel_for("alg3", k, k, rng))
+    for kernel in kernels:
+        for case in ("A", "B", "C"):
+            d = divisor_for(kernel, algo, case)
+            info = tc.filter2d_u8_info(kernel, d, algorithm=algo)
+            assert info["algorithm"] == algo and info["division_case"] == case
+            for border in BORDERS:
+                out = tc.filter2d_u8(image, kernel, d, border=border, algorithm=algo)
+                assert out.dtype == np.uint8 and out.shape == image.shape
+                np.testing.assert_array_equal(out, reference(image, kernel, d, border),
+                                              err_msg=f"{algo} k={k} case {case} {border}")
 
 
 @pytest.mark.parametrize("algo", AVX2_ALGOS)
@@ -120,6 +123,7 @@ def test_ir_widths(algo, avx2):
         np.testing.assert_array_equal(out, reference(image, kernel, 200), err_msg=name)
     expected = {"alg1": {(16, False), (16, True)}, "alg2": {(16, False), (16, True)},
                 "alg3": {(32, False)}, "sep": {(16, False), (16, True), (32, False)},
+                "pairs": {(16, False), (16, True), (32, False)},
                 "wide": {(32, False)}}[algo]
     assert seen == expected
 
@@ -171,8 +175,10 @@ def test_auto_choices(avx2):
     a, b = info["factors"]
     np.testing.assert_array_equal(np.outer(a, b), g)
     assert tc.filter2d_u8_info(np.ones((3, 3), np.int8), 9)["algorithm"] == "alg1"
-    assert tc.filter2d_u8_info(np.eye(7, dtype=np.int8) * 3, 21)["algorithm"] == "alg2"
-    assert tc.filter2d_u8_info(np.eye(9, dtype=np.int8) * 100, 9)["algorithm"] == "alg3"
+    info = tc.filter2d_u8_info(np.eye(7, dtype=np.int8) * 3, 21)
+    assert info["algorithm"] == "pairs" and info["ir_bits"] == 16
+    info = tc.filter2d_u8_info(np.eye(9, dtype=np.int8) * 100, 9)
+    assert info["algorithm"] == "pairs" and info["ir_bits"] == 32
     assert tc.filter2d_u8_info(np.eye(3, dtype=np.int16) * 1000, 9)["algorithm"] == "wide"
     # adjacent 8-bit coefficients whose pair sum would saturate maddubs -> 16-bit coefficients
     assert tc.filter2d_u8_info(np.full((3, 3), 127, np.int8), 1)["algorithm"] == "wide"

@@ -10,7 +10,7 @@ import numpy as np
 from . import _core
 
 BORDERS = ("constant", "replicate", "reflect101")
-ALGORITHMS = ("auto", "alg1", "alg2", "alg3", "sep", "wide", "portable")
+ALGORITHMS = ("auto", "alg1", "alg2", "alg3", "sep", "pairs", "wide", "portable")
 _MAX_K = 15
 
 
@@ -74,8 +74,9 @@ def filter2d_u8(image, kernel, divisor, *, border="reflect101", anchor=None, thr
     kernel: int8 values use the paper's 8-bit maddubs algorithms; values up to 16 bits use
     16-bit coefficients. Intermediate results are 16-bit when every possible sum fits, else
     32-bit. ``algorithm`` forces one of the paper's algorithms (alg1, alg2, alg3, sep) or our
-    extensions (wide: 16-bit coefficients; portable: scalar); a forced algorithm that cannot be
-    exact for this kernel raises ValueError saying why. ``threads``: OpenMP threads (None: all).
+    extensions (pairs: broadcast coefficient pairs; wide: 16-bit coefficients; portable:
+    scalar); a forced algorithm that cannot be exact for this kernel raises ValueError saying
+    why. ``threads``: OpenMP threads (None: all).
     Set TENSORCONV_FORCE_PORTABLE=1 to run the portable path instead of AVX2.
     """
     image = _check_image(image)

@@ -35,6 +35,7 @@ const char* algo_name(Algo a) {
     case Algo::alg2: return "alg2";
     case Algo::alg3: return "alg3";
     case Algo::sep: return "sep";
+    case Algo::pairs: return "pairs";
     case Algo::wide: return "wide";
     case Algo::portable: return "portable";
   }
@@ -249,12 +250,10 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
     } else if (ok16 && kh <= 5 && kw <= 5 && pairs1) {
       algo = Algo::alg1;
       an.why = "8-bit coefficients, 16-bit IRs, k <= 5";
-    } else if (ok16 && pairs0) {
-      algo = Algo::alg2;
-      an.why = "8-bit coefficients, 16-bit IRs, kw > 5 (or Algorithm 1's pairs would saturate)";
     } else if (pairs0) {
-      algo = Algo::alg3;
-      an.why = "8-bit coefficients, 32-bit IRs: " + why16;
+      // Measured faster than Algorithms 2 and 3 at every k on AVX2 (benchmarks/CPU_NOTES.md).
+      algo = Algo::pairs;
+      an.why = std::string("8-bit coefficients, ") + (ok16 ? "16-bit IRs" : "32-bit IRs: " + why16);
     } else {
       algo = Algo::wide;
       an.why = "16-bit coefficients: " + (int8 ? sat : not8);
@@ -266,9 +265,10 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
     if (req == "portable") {
       algo = Algo::portable;
     } else {
-      if (req != "alg1" && req != "alg2" && req != "alg3" && req != "sep" && req != "wide")
+      if (req != "alg1" && req != "alg2" && req != "alg3" && req != "sep" && req != "pairs" &&
+          req != "wide")
         throw ValueError("unknown algorithm '" + req +
-                         "'; valid: auto, alg1, alg2, alg3, sep, wide, portable");
+                         "'; valid: auto, alg1, alg2, alg3, sep, pairs, wide, portable");
       if (!avx2) fail("it needs the AVX2 path, which is off here (" + path_note() + ")");
       if (req == "alg1") {
         if (kh > 5 || kw > 5)
@@ -289,6 +289,10 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
       } else if (req == "sep") {
         if (!ok_sep) fail(why_sep);
         algo = Algo::sep;
+      } else if (req == "pairs") {
+        if (!int8) fail(not8);
+        if (!pairs0) fail(sat);
+        algo = Algo::pairs;
       } else {
         algo = Algo::wide;
       }
@@ -317,6 +321,11 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
       bk.ir = IR::s32;
       bk.div = make_divider(d, 32);
       build_alg3_avx2(bk, k);
+      break;
+    case Algo::pairs:
+      bk.ir = ok16 ? ir16 : IR::s32;
+      bk.div = make_divider(d, ok16 ? 16 : 32);
+      build_pairs_avx2(bk, k);
       break;
     case Algo::wide:
       bk.ir = IR::s32;

@@ -12,8 +12,9 @@ namespace u8 {
 enum class Border : int { constant, replicate, reflect101 };
 Border parse_border(const std::string& name);  // ValueError naming the valid borders
 
-// The paper's algorithms plus our two extensions (portable scalar, 16-bit coefficients).
-enum class Algo : int { alg1, alg2, alg3, sep, wide, portable };
+// The paper's algorithms plus our extensions (pairs: broadcast coefficient pairs, wide: 16-bit
+// coefficients, portable: scalar).
+enum class Algo : int { alg1, alg2, alg3, sep, pairs, wide, portable };
 const char* algo_name(Algo a);
 
 // floor(x / d) for 0 <= x < 2^w, Algorithm 4: case A (d = 2^b) x >> b; case B (frac(f) < 1/2)
@@ -94,6 +95,7 @@ void build_alg1_avx2(Block& b, const std::int32_t* k, int row_block);
 void build_alg2_avx2(Block& b, const std::int32_t* k);
 void build_alg3_avx2(Block& b, const std::int32_t* k);
 void build_wide_avx2(Block& b, const std::int32_t* k);
+void build_pairs_avx2(Block& b, const std::int32_t* k);  // b.ir set first
 void build_portable(Block& b, const std::int32_t* k);
 // Algorithm 7 passes: column sums of `w` pixels into v (16-bit, biased by -32768 when asked),
 // then the row pass over t[0 .. w + kw) (one readable slack element) into w output bytes.

@@ -1,0 +1,117 @@
+// "pairs" (our variant, beyond the paper): each pair of adjacent coefficients (c[u][2t],
+// c[u][2t+1]) is broadcast to every byte pair of a vector, and maddubs is applied to the input
+// loaded at offset 2t (its 16 pair sums are the two taps' share of the 16 even outputs) and at
+// 2t+1 (the odd outputs). No horizontal additions, no shifted coefficients, no per-lane limits:
+// 32 outputs per block for any kernel width, packed with the paper's out_even/out_odd scheme.
+// 16-bit IRs: even/odd planes accumulate in 16 bits. 32-bit IRs: 16-bit partial sums are
+// sign-extended into four 32-bit planes (outputs 4q, 4q+1, 4q+2, 4q+3) whenever the next pair
+// could overflow them (the widening points come from the coefficients, see build).
+#include <cstdint>
+#include <vector>
+
+#include "simd_u8.hpp"
+#include "avx2_common.hpp"
+
+namespace tc {
+namespace u8 {
+namespace {
+
+// Table layout: one broadcast pair vector per (u, t) in tab; k32 lists, per 16-bit group, the
+// number of pairs it adds before it is widened (32-bit IRs), and per pair its row and offset.
+inline __m256i load(const std::uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+void pairs16_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+  const int np = (bk.kw + 1) / 2;
+  const std::uint8_t* tab = bk.tab.data();
+  __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
+  for (int u = 0; u < bk.kh; ++u) {
+    const std::uint8_t* r = rows[u];
+    for (int t = 0; t < np; ++t) {
+      const __m256i c = vcoef(tab, u * np + t);
+      even = _mm256_add_epi16(even, _mm256_maddubs_epi16(load(r + 2 * t), c));
+      odd = _mm256_add_epi16(odd, _mm256_maddubs_epi16(load(r + 2 * t + 1), c));
+    }
+  }
+  even = finish16(even, bk.ir, bk.div);
+  odd = finish16(odd, bk.ir, bk.div);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(outs[0]),
+                      _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
+}
+
+// even (outputs 2i) and odd (2i+1) 16-bit partial sums -> 32-bit planes of outputs 4q + r.
+inline void widen(__m256i even, __m256i odd, __m256i* plane) {
+  plane[0] = _mm256_add_epi32(plane[0], _mm256_srai_epi32(_mm256_slli_epi32(even, 16), 16));
+  plane[2] = _mm256_add_epi32(plane[2], _mm256_srai_epi32(even, 16));
+  plane[1] = _mm256_add_epi32(plane[1], _mm256_srai_epi32(_mm256_slli_epi32(odd, 16), 16));
+  plane[3] = _mm256_add_epi32(plane[3], _mm256_srai_epi32(odd, 16));
+}
+
+void pairs32_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+  const std::int32_t* groups = bk.k32.data();  // [ngroups, len0, len1, ..., (row, off) pairs]
+  const int ngroups = groups[0];
+  const std::int32_t* where = groups + 1 + ngroups;
+  const std::uint8_t* tab = bk.tab.data();
+  __m256i plane[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                      _mm256_setzero_si256()};
+  int i = 0;
+  for (int g = 0; g < ngroups; ++g) {
+    __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
+    for (const int end = i + groups[1 + g]; i < end; ++i) {
+      const std::uint8_t* r = rows[where[2 * i]] + where[2 * i + 1];
+      const __m256i c = vcoef(tab, i);
+      even = _mm256_add_epi16(even, _mm256_maddubs_epi16(load(r), c));
+      odd = _mm256_add_epi16(odd, _mm256_maddubs_epi16(load(r + 1), c));
+    }
+    widen(even, odd, plane);
+  }
+  __m256i out = finish32(plane[0], bk.div);
+  out = _mm256_or_si256(out, _mm256_slli_epi32(finish32(plane[1], bk.div), 8));
+  out = _mm256_or_si256(out, _mm256_slli_epi32(finish32(plane[2], bk.div), 16));
+  out = _mm256_or_si256(out, _mm256_slli_epi32(finish32(plane[3], bk.div), 24));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(outs[0]), out);
+}
+
+}  // namespace
+
+void build_pairs_avx2(Block& b, const std::int32_t* k) {
+  const int np = (b.kw + 1) / 2;
+  b.tab.assign(static_cast<std::size_t>(32 * b.kh * np), 0);
+  // Greedy 16-bit groups: a partial sum is exact while 255 * (its coefficients' positive part)
+  // <= 32767 and 255 * (negative part) >= -32768.
+  std::vector<std::int32_t> lens, where;
+  std::int64_t pos = 0, neg = 0;
+  for (int u = 0; u < b.kh; ++u)
+    for (int t = 0; t < np; ++t) {
+      const std::int32_t c0 = k[u * b.kw + 2 * t];
+      const std::int32_t c1 = 2 * t + 1 < b.kw ? k[u * b.kw + 2 * t + 1] : 0;
+      for (int x = 0; x < 32; x += 2) {
+        b.tab[32 * (u * np + t) + x] = static_cast<std::uint8_t>(c0);
+        b.tab[32 * (u * np + t) + x + 1] = static_cast<std::uint8_t>(c1);
+      }
+      const std::int64_t p = (c0 > 0 ? c0 : 0) + (c1 > 0 ? c1 : 0);
+      const std::int64_t n = (c0 < 0 ? c0 : 0) + (c1 < 0 ? c1 : 0);
+      if (lens.empty() || 255 * (pos + p) > 32767 || 255 * (neg + n) < -32768) {
+        lens.push_back(0);
+        pos = neg = 0;
+      }
+      pos += p;
+      neg += n;
+      ++lens.back();
+      where.push_back(u);
+      where.push_back(2 * t);
+    }
+  b.k32.assign(1, static_cast<std::int32_t>(lens.size()));
+  b.k32.insert(b.k32.end(), lens.begin(), lens.end());
+  b.k32.insert(b.k32.end(), where.begin(), where.end());
+  b.outputs = 32;
+  b.reads = b.kw + 32;
+  b.writes = 32;
+  b.fn = b.fn1 = b.ir == IR::s32 ? &pairs32_block : &pairs16_block;
+  b.rows_out = 1;
+}
+
+}  // namespace u8
+}  // namespace tc
+TC_AVX2_END
