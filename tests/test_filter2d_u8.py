@@ -185,6 +185,22 @@ def test_auto_choices(avx2):
     assert tc.filter2d_u8_info(np.ones((3, 3), np.int8), 9)["register_blocking"] == 3
 
 
+def test_separable_symmetric_and_power_of_two_taps(avx2):
+    """Algorithm 7's row pass folds mirrored columns of symmetric rows and shifts for powers of
+    two: binomial (Gaussian) kernels, odd and even, 16- and 32-bit IRs, every division case."""
+    rng = np.random.default_rng(8)
+    image = rng.integers(0, 256, (21, 83), dtype=np.uint8)
+    for row in ([1, 2, 1], [1, 3, 3, 1], [1, 4, 6, 4, 1], [1, 6, 15, 20, 15, 6, 1],
+                [2, -1, 2], [1, 8, 28, 56, 70, 56, 28, 8, 1]):
+        kernel = np.outer(np.abs(row), row)
+        for case in ("A", "B", "C"):
+            d = divisor_for(kernel, "sep", case)
+            for border in BORDERS:
+                out = tc.filter2d_u8(image, kernel, d, border=border, algorithm="sep")
+                np.testing.assert_array_equal(out, reference(image, kernel, d, border),
+                                              err_msg=f"{row} {case} {border}")
+
+
 def test_threads_and_strided_input():
     rng = np.random.default_rng(3)
     big = rng.integers(0, 256, (60, 200), dtype=np.uint8)

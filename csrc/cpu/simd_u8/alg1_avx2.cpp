@@ -32,7 +32,8 @@ struct Alg1Shape {
 };
 
 template <int KH, int KW, int R>
-void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
+    std::int64_t off) {
   using S = Alg1Shape<KW>;
   constexpr int G = S::G, N = S::N;
   const std::uint8_t* tab = bk.tab.data();
@@ -40,7 +41,7 @@ void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
   __m256i acc[R][G];
   unroll<R>([&](auto r) { unroll<G>([&](auto X) { acc[r][X] = _mm256_setzero_si256(); }); });
   unroll<KH + R - 1>([&](auto u) {
-    const __m256i px = load2<N>(rows[u]);
+    const __m256i px = load2<N>(rows[u] + off);
     unroll<R>([&](auto r) {
       constexpr int cu = decltype(u)::value - decltype(r)::value;  // kernel row met by row r
       if constexpr (cu >= 0 && cu < KH) {
@@ -61,7 +62,7 @@ void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
     });
     even = finish16(even, bk.ir, bk.div);
     odd = finish16(odd, bk.ir, bk.div);
-    store2<N>(outs[r], _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
+    store2<N>(outs[r] + off, _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
   });
 }
 
@@ -81,12 +82,12 @@ struct Build {
   b.outputs = 2 * S::N;
   b.reads = S::N + 16;
   b.writes = S::N + 16;
-  b.fn1 = &alg1_block<KH, KW, 1>;
+  b.fn1 = &repeat<&alg1_block<KH, KW, 1>>;
   if (row_block >= 3) {
-    b.fn = &alg1_block<KH, KW, 3>;
+    b.fn = &repeat<&alg1_block<KH, KW, 3>>;
     b.rows_out = 3;
   } else if (row_block == 2) {
-    b.fn = &alg1_block<KH, KW, 2>;
+    b.fn = &repeat<&alg1_block<KH, KW, 2>>;
     b.rows_out = 2;
   } else {
     b.fn = b.fn1;

@@ -28,7 +28,8 @@ struct Alg2Shape {
 };
 
 template <int KW>
-void alg2_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+void alg2_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
+    std::int64_t off) {
   using S = Alg2Shape<KW>;
   constexpr int G = S::G, L = S::L;
   const int kh = bk.kh;
@@ -37,7 +38,7 @@ void alg2_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
   unroll<G>([&](auto X) {
     __m256i acc = _mm256_setzero_si256();
     for (int u = 0; u < kh; ++u)
-      acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(load2<L>(rows[u] + X), vcoef(tab, u)));
+      acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(load2<L>(rows[u] + off + X), vcoef(tab, u)));
     const __m256i m = shl<2 * (X / 2)>(reduce16<G / 2>(acc));
     if constexpr (X == 0) even = m;
     else if constexpr (X == 1) odd = m;
@@ -46,7 +47,7 @@ void alg2_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
   });
   even = finish16(even, bk.ir, bk.div);
   odd = finish16(odd, bk.ir, bk.div);
-  store2<L>(outs[0], _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
+  store2<L>(outs[0] + off, _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
 }
 
 template <int KW>
@@ -57,7 +58,7 @@ struct Build {
     b.outputs = 2 * S::L;
     b.reads = S::L + S::G - 1 + 16;
     b.writes = S::L + 16;
-    b.fn = b.fn1 = &alg2_block<KW>;
+    b.fn = b.fn1 = &repeat<&alg2_block<KW>>;
     b.rows_out = 1;
   }
 };

@@ -26,7 +26,8 @@ struct Alg3Shape {
 };
 
 template <int KW>
-void alg3_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+void alg3_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
+    std::int64_t off) {
   using S = Alg3Shape<KW>;
   constexpr int G = S::G, L = S::L;
   const int kh = bk.kh;
@@ -36,7 +37,7 @@ void alg3_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
   unroll<G>([&](auto X) {
     __m256i acc = _mm256_setzero_si256();
     for (int u = 0; u < kh; ++u) {
-      const __m256i m16 = _mm256_maddubs_epi16(load2<L>(rows[u] + X), vcoef(tab, u));
+      const __m256i m16 = _mm256_maddubs_epi16(load2<L>(rows[u] + off + X), vcoef(tab, u));
       acc = _mm256_add_epi32(acc, _mm256_madd_epi16(m16, ones));
     }
     const __m256i m = shl<4 * (X / 4)>(reduce32<G / 4>(acc));
@@ -47,7 +48,7 @@ void alg3_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
   out = _mm256_or_si256(out, _mm256_slli_epi32(finish32(plane[1], bk.div), 8));
   out = _mm256_or_si256(out, _mm256_slli_epi32(finish32(plane[2], bk.div), 16));
   out = _mm256_or_si256(out, _mm256_slli_epi32(finish32(plane[3], bk.div), 24));
-  store2<L>(outs[0], out);
+  store2<L>(outs[0] + off, out);
 }
 
 template <int KW>
@@ -58,7 +59,7 @@ struct Build {
     b.outputs = 2 * S::L;
     b.reads = S::L + S::G - 1 + 16;
     b.writes = S::L + 16;
-    b.fn = b.fn1 = &alg3_block<KW>;
+    b.fn = b.fn1 = &repeat<&alg3_block<KW>>;
     b.rows_out = 1;
   }
 };

@@ -164,6 +164,16 @@ inline void with_khkw(int kh, int kw, A&... args) {
   }
 }
 
+// n consecutive blocks of one algorithm (the block body inlines into the loop).
+using OneBlock = void (*)(const Block&, const std::uint8_t* const*, std::uint8_t* const*,
+                          std::int64_t);
+template <OneBlock One>
+void repeat(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
+            std::int64_t n) {
+  const std::int64_t step = bk.outputs;
+  for (std::int64_t i = 0; i < n; ++i) One(bk, rows, outs, i * step);
+}
+
 inline __m256i vcoef(const std::uint8_t* tab, int i) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tab + 32 * i));
 }

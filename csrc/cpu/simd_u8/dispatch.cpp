@@ -357,17 +357,23 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
 
 // ---------------------------------------------------------------- portable block
 
-void portable_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+void portable_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
+    std::int64_t off) {
   constexpr int B = 32;
   std::int32_t acc[B] = {};
   for (int u = 0; u < bk.kh; ++u)
     for (int v = 0; v < bk.kw; ++v) {
       const std::int32_t c = bk.k32[u * bk.kw + v];
       if (c == 0) continue;
-      const std::uint8_t* r = rows[u] + v;
+      const std::uint8_t* r = rows[u] + off + v;
       for (int b = 0; b < B; ++b) acc[b] += c * r[b];
     }
-  for (int b = 0; b < B; ++b) outs[0][b] = clip_div(acc[b], bk.divisor);
+  for (int b = 0; b < B; ++b) outs[0][off + b] = clip_div(acc[b], bk.divisor);
+}
+
+void portable_blocks(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
+                     std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) portable_block(bk, rows, outs, i * bk.outputs);
 }
 
 // ---------------------------------------------------------------- driver
@@ -417,8 +423,9 @@ void run_rows(const Block& bk, BlockFn fn, int R, const Image& im, std::int64_t 
   // Blocks starting in [jmin, jmax] read only image pixels; the others read a strip.
   const std::int64_t jmin = im.ax;
   const std::int64_t jmax = std::min<std::int64_t>(w - B - (kw - 1 - im.ax), w + im.ax - bk.reads);
-  for (std::int64_t j = 0; j < w; j += B) {
-    const std::int64_t jj = j + B <= w ? j : std::max<std::int64_t>(0, w - B);
+  // One block at jj: straight from the image when its reads stay inside, else from strips;
+  // written in place when its garbage tail stays inside the row, else through tmp.
+  auto one = [&](std::int64_t jj) {
     if (jj >= jmin && jj <= jmax) {
       for (int u = 0; u < nrows; ++u) ptrs[u] = rows[u] + (jj - im.ax);
     } else {
@@ -432,12 +439,25 @@ void run_rows(const Block& bk, BlockFn fn, int R, const Image& im, std::int64_t 
     }
     const bool direct = jj + bk.writes <= w;
     for (int r = 0; r < R; ++r) outs[r] = direct ? im.out + (i0 + r) * im.out_stride + jj : tmp[r];
-    fn(bk, ptrs, outs);
+    fn(bk, ptrs, outs, 1);
     if (!direct) {
       const std::int64_t n = std::min<std::int64_t>(B, w - jj);
       for (int r = 0; r < R; ++r) std::memcpy(im.out + (i0 + r) * im.out_stride + jj, tmp[r], n);
     }
+  };
+  // Blocks at 0, B, 2B, ... (the last one moved back to end at w), left to right so each
+  // block's garbage tail is overwritten by the next; the interior run goes in one call.
+  std::int64_t j = 0;
+  for (; j < w && j < jmin; j += B) one(j + B <= w ? j : std::max<std::int64_t>(0, w - B));
+  std::int64_t n = 0;
+  while (j + n * B <= jmax && j + n * B + B <= w && j + n * B + bk.writes <= w) ++n;
+  if (n > 0) {
+    for (int u = 0; u < nrows; ++u) ptrs[u] = rows[u] + (j - im.ax);
+    for (int r = 0; r < R; ++r) outs[r] = im.out + (i0 + r) * im.out_stride + j;
+    fn(bk, ptrs, outs, n);
+    j += n * B;
   }
+  for (; j < w; j += B) one(j + B <= w ? j : std::max<std::int64_t>(0, w - B));
 }
 
 int thread_count(int threads) {
@@ -493,7 +513,7 @@ void build_portable(Block& b, const std::int32_t* k) {
   b.outputs = 32;
   b.reads = 32 + b.kw - 1;
   b.writes = 32;
-  b.fn = b.fn1 = &portable_block;
+  b.fn = b.fn1 = &portable_blocks;
   b.rows_out = 1;
 }
 

@@ -22,12 +22,13 @@ inline __m256i load(const std::uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-void pairs16_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+void pairs16_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
+    std::int64_t off) {
   const int np = (bk.kw + 1) / 2;
   const std::uint8_t* tab = bk.tab.data();
   __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
   for (int u = 0; u < bk.kh; ++u) {
-    const std::uint8_t* r = rows[u];
+    const std::uint8_t* r = rows[u] + off;
     for (int t = 0; t < np; ++t) {
       const __m256i c = vcoef(tab, u * np + t);
       even = _mm256_add_epi16(even, _mm256_maddubs_epi16(load(r + 2 * t), c));
@@ -36,7 +37,7 @@ void pairs16_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_
   }
   even = finish16(even, bk.ir, bk.div);
   odd = finish16(odd, bk.ir, bk.div);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(outs[0]),
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(outs[0] + off),
                       _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
 }
 
@@ -48,7 +49,8 @@ inline void widen(__m256i even, __m256i odd, __m256i* plane) {
   plane[3] = _mm256_add_epi32(plane[3], _mm256_srai_epi32(odd, 16));
 }
 
-void pairs32_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+void pairs32_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
+    std::int64_t off) {
   const std::int32_t* groups = bk.k32.data();  // [ngroups, len0, len1, ..., (row, off) pairs]
   const int ngroups = groups[0];
   const std::int32_t* where = groups + 1 + ngroups;
@@ -59,7 +61,7 @@ void pairs32_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_
   for (int g = 0; g < ngroups; ++g) {
     __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
     for (const int end = i + groups[1 + g]; i < end; ++i) {
-      const std::uint8_t* r = rows[where[2 * i]] + where[2 * i + 1];
+      const std::uint8_t* r = rows[where[2 * i]] + off + where[2 * i + 1];
       const __m256i c = vcoef(tab, i);
       even = _mm256_add_epi16(even, _mm256_maddubs_epi16(load(r), c));
       odd = _mm256_add_epi16(odd, _mm256_maddubs_epi16(load(r + 1), c));
@@ -70,7 +72,7 @@ void pairs32_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_
   out = _mm256_or_si256(out, _mm256_slli_epi32(finish32(plane[1], bk.div), 8));
   out = _mm256_or_si256(out, _mm256_slli_epi32(finish32(plane[2], bk.div), 16));
   out = _mm256_or_si256(out, _mm256_slli_epi32(finish32(plane[3], bk.div), 24));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(outs[0]), out);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(outs[0] + off), out);
 }
 
 }  // namespace
@@ -108,7 +110,7 @@ void build_pairs_avx2(Block& b, const std::int32_t* k) {
   b.outputs = 32;
   b.reads = b.kw + 32;
   b.writes = 32;
-  b.fn = b.fn1 = b.ir == IR::s32 ? &pairs32_block : &pairs16_block;
+  b.fn = b.fn1 = b.ir == IR::s32 ? &repeat<&pairs32_block> : &repeat<&pairs16_block>;
   b.rows_out = 1;
 }
 

@@ -3,8 +3,9 @@
 // products, a_u in the odd bytes the odd pixels'; rows are added in 16 bits and the two planes
 // interleaved back into pixel order. Unlike the paper the temporary keeps the undivided 16-bit
 // column sums (dividing twice is not floor(sum / divisor)), so the horizontal 1 x k pass works
-// on 16-bit values: mullo_epi16 with 16-bit IRs when the whole sum fits 16 bits, else madd_epi16
-// on coefficient pairs with 32-bit IRs (columns read as uint16 are stored biased by -32768).
+// on 16-bit values: mullo_epi16 with 16-bit IRs when the whole sum fits 16 bits (symmetric rows
+// add mirrored columns first, powers of two shift), else madd_epi16 on coefficient pairs with
+// 32-bit IRs (columns read as uint16 are stored biased by -32768).
 #include <cstdint>
 #include <vector>
 
@@ -59,17 +60,54 @@ void sep_vertical_avx2(const Separable& s, const std::uint8_t* const* rows, std:
 
 namespace {
 
-void horizontal16_chunk(const Separable& s, const std::int16_t* t, std::uint8_t* out) {
-  __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-  for (int v = 0; v < s.kw; ++v) {
-    const __m256i c = _mm256_set1_epi16(static_cast<short>(s.b[v]));
-    a0 = _mm256_add_epi16(a0, _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + v)), c));
-    a1 = _mm256_add_epi16(a1, _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 16 + v)), c));
+// One tap of the 16-bit row pass: columns v (and its mirror m >= 0 for symmetric rows, added
+// before multiplying: exact modulo 2^16) times b, as a shift when b is a power of two.
+struct Tap {
+  int v, m, shift;  // shift: log2(b) when b = 2^shift > 0, else -1 (mullo)
+  __m256i c;
+};
+
+inline __m256i tap_term(const Tap& tp, const std::int16_t* t) {
+  __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + tp.v));
+  if (tp.m >= 0) a = _mm256_add_epi16(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + tp.m)));
+  if (tp.shift == 0) return a;
+  if (tp.shift > 0) return _mm256_sll_epi16(a, _mm_cvtsi32_si128(tp.shift));
+  return _mm256_mullo_epi16(a, tp.c);
+}
+
+void horizontal16_row(const Separable& s, const std::int16_t* t, std::int64_t w,
+                      std::uint8_t* out) {
+  Tap taps[16];
+  int nt = 0;
+  bool symmetric = true;
+  for (int v = 0; v < s.kw; ++v) symmetric &= s.b[v] == s.b[s.kw - 1 - v];
+  for (int v = 0; v < (symmetric ? (s.kw + 1) / 2 : s.kw); ++v) {
+    const std::int32_t b = s.b[v];
+    if (b == 0) continue;
+    Tap& tp = taps[nt++];
+    tp.v = v;
+    tp.m = symmetric && s.kw - 1 - v != v ? s.kw - 1 - v : -1;
+    tp.shift = -1;
+    for (int sh = 0; sh < 15; ++sh)
+      if (b == (1 << sh)) tp.shift = sh;
+    tp.c = _mm256_set1_epi16(static_cast<short>(b));
   }
-  a0 = finish16(a0, s.h_ir, s.div);
-  a1 = finish16(a1, s.h_ir, s.div);
-  const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi16(a0, a1), 0xD8);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), p);
+  auto chunk = [&](std::int64_t x) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+    for (int i = 0; i < nt; ++i) {
+      a0 = _mm256_add_epi16(a0, tap_term(taps[i], t + x));
+      a1 = _mm256_add_epi16(a1, tap_term(taps[i], t + x + 16));
+    }
+    a0 = finish16(a0, s.h_ir, s.div);
+    a1 = finish16(a1, s.h_ir, s.div);
+    const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi16(a0, a1), 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + x), p);
+  };
+  std::int64_t x = 0;
+  for (; x + 32 <= w; x += 32) chunk(x);
+  if (x < w && w >= 32) chunk(w - 32);
+  else
+    for (; x < w; ++x) out[x] = sep_scalar_output(s, t + x);
 }
 
 void horizontal32_chunk(const Separable& s, const std::int16_t* t, const std::int32_t* pairs,
@@ -95,11 +133,7 @@ void horizontal32_chunk(const Separable& s, const std::int16_t* t, const std::in
 void sep_horizontal_avx2(const Separable& s, const std::int16_t* t, std::int64_t w,
                          std::uint8_t* out) {
   if (s.h_ir != IR::s32) {
-    std::int64_t x = 0;
-    for (; x + 32 <= w; x += 32) horizontal16_chunk(s, t + x, out + x);
-    if (x < w && w >= 32) horizontal16_chunk(s, t + w - 32, out + w - 32);
-    else
-      for (; x < w; ++x) out[x] = sep_scalar_output(s, t + x);
+    horizontal16_row(s, t, w, out);
     return;
   }
   std::int32_t pairs[8];

@@ -29,12 +29,14 @@ Divider make_divider(std::int64_t d, int w);
 // How 16-bit intermediate results are read: signed (max with 0 before dividing) or unsigned.
 enum class IR : int { s16, u16, s32 };
 
-// One vectorized routine bound to its prepared coefficients. It computes `outputs` pixels of each
-// of `rows_out` output rows from rows[0 .. kh + rows_out - 2] (pointers at the first input column
-// of the block), reading `reads` bytes of each row and writing `writes` bytes at each out
+// One vectorized routine bound to its prepared coefficients. A block computes `outputs` pixels of
+// each of `rows_out` output rows from rows[0 .. kh + rows_out - 2] (pointers at the first input
+// column of the block), reading `reads` bytes of each row and writing `writes` bytes at each out
 // pointer; bytes past `outputs` are garbage that the driver overwrites with the next block.
+// A BlockFn runs n consecutive blocks (pointers advance by `outputs`).
 struct Block;
-using BlockFn = void (*)(const Block&, const std::uint8_t* const* rows, std::uint8_t* const* outs);
+using BlockFn = void (*)(const Block&, const std::uint8_t* const* rows, std::uint8_t* const* outs,
+                         std::int64_t n);
 struct Block {
   BlockFn fn = nullptr;    // rows_out rows at once (register blocking)
   BlockFn fn1 = nullptr;   // one row (row tails)

@@ -22,12 +22,13 @@ inline __m128i pack_even_odd(__m256i even, __m256i odd) {
   return _mm256_castsi256_si128(_mm256_permute4x64_epi64(s, 0x08));
 }
 
-void wide_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs) {
+void wide_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
+    std::int64_t off) {
   const int pairs = (bk.kw + 1) / 2;
   const std::int32_t* cp = bk.k32.data();
   __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
   for (int u = 0; u < bk.kh; ++u) {
-    const std::uint8_t* r = rows[u];
+    const std::uint8_t* r = rows[u] + off;
     for (int t = 0; t < pairs; ++t) {
       const __m256i c = _mm256_set1_epi32(cp[u * pairs + t]);
       const __m256i pe = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 2 * t)));
@@ -36,7 +37,7 @@ void wide_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
       odd = _mm256_add_epi32(odd, _mm256_madd_epi16(po, c));
     }
   }
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(outs[0]),
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(outs[0] + off),
                    pack_even_odd(finish32(even, bk.div), finish32(odd, bk.div)));
 }
 
@@ -55,7 +56,7 @@ void build_wide_avx2(Block& b, const std::int32_t* k) {
   b.outputs = 16;
   b.reads = b.kw + 16;
   b.writes = 16;
-  b.fn = b.fn1 = &wide_block;
+  b.fn = b.fn1 = &repeat<&wide_block>;
   b.rows_out = 1;
 }
 
