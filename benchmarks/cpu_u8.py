@@ -10,10 +10,13 @@ peers, recorded per row). Writes benchmarks/results/cpu_u8_<host>.json and cpu_u
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no idle BLAS threads spinning on 2 cores
+
 import argparse
 import datetime
 import json
-import os
 import platform
 import socket
 import time
@@ -126,7 +129,8 @@ def main():
                                division_case=info["division_case"],
                                exact=bool(np.array_equal(outs[name], outs[f"portable:{case}"])))
                 rows.append(row)
-            line = " ".join(f"{n.split(':')[-1][:14]}={m * 1e3:.3f}" for n, (m, _) in res.items())
+            line = " ".join(f"{n.replace('peer:', '')[:22]}={m * 1e3:.2f}"
+                            for n, (m, _) in res.items())
             print(f"{w}x{h} k={k}: {line}", flush=True)
     host = socket.gethostname()
     doc = {"device": f"{platform.processor() or platform.machine()} ({_cpu_name()}), "

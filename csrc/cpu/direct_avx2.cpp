@@ -109,7 +109,8 @@ template <class T>
 void run(const T* in, std::int64_t is, T* out, std::int64_t os, std::int64_t orows,
          std::int64_t ocols, const T* k, std::int64_t kh, std::int64_t kw) {
   const std::int64_t pairs = orows / 2;
-#pragma omp parallel for schedule(static)
+  // Dynamic chunks: a briefly descheduled core on a shared machine delays one chunk only.
+#pragma omp parallel for schedule(dynamic, 4)
   for (std::int64_t p = 0; p <= pairs; ++p) {
     if (p < pairs) row_block<T, 2>(in, is, out, os, 2 * p, ocols, k, kh, kw);
     else if (orows % 2) row_block<T, 1>(in, is, out, os, orows - 1, ocols, k, kh, kw);

@@ -468,10 +468,18 @@ int thread_count(int threads) {
 #endif
 }
 
+// Rows are handed out in chunks (~8 per thread) rather than one static slice per thread: on a
+// shared machine a briefly descheduled core then delays one chunk, not half the image.
+std::int64_t chunk_of(std::int64_t n, int nthreads) {
+  return std::max<std::int64_t>(1, n / (8 * std::max(1, nthreads)));
+}
+
 void run_blocks(const Block& bk, const Image& im, int threads) {
   const int R = bk.rows_out;
   const std::int64_t nblk = (im.h + R - 1) / R;
-#pragma omp parallel for schedule(static) num_threads(thread_count(threads))
+  const int nt = thread_count(threads);
+  const std::int64_t chunk = chunk_of(nblk, nt);
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(nt)
   for (std::int64_t ib = 0; ib < nblk; ++ib) {
     const std::int64_t i0 = ib * R;
     if (i0 + R <= im.h) {
@@ -485,11 +493,13 @@ void run_blocks(const Block& bk, const Image& im, int threads) {
 void run_separable(const Separable& s, const Image& im, int threads) {
   const std::int64_t w = im.w, tlen = w + s.kw + 16;
   const std::int16_t zero_col = static_cast<std::int16_t>(s.biased() ? 0x8000 : 0);
-#pragma omp parallel num_threads(thread_count(threads))
+  const int nt = thread_count(threads);
+  const std::int64_t chunk = chunk_of(im.h, nt);
+#pragma omp parallel num_threads(nt)
   {
     std::vector<std::int16_t> t(static_cast<std::size_t>(tlen), 0);
     const std::uint8_t* rows[kMaxRows];
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, chunk)
     for (std::int64_t i = 0; i < im.h; ++i) {
       row_pointers(im, i - im.ay, s.kh, rows);
       std::int16_t* v = t.data() + im.ax;
