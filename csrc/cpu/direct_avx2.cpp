@@ -1,11 +1,15 @@
 // AVX2/FMA `direct` (fp32 and fp64), register-blocked as in Kelefouras 2022 section 3.3: a tile of
 // 2 output rows x C vectors of columns stays in registers; each input row is loaded once per tile
 // and feeds both output rows (kernel rows u and u-1), so one load serves two FMAs. Kernel taps are
-// broadcast from memory. Column tails use one-vector tiles, then scalar code.
+// broadcast from memory. Column tails use one-vector tiles, then scalar code. Row pairs are shared
+// out by the work-sharing pool (parallel.hpp).
 #include "direct_avx2.hpp"
+
+#include "parallel.hpp"
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #if defined(__clang__)
@@ -109,12 +113,14 @@ template <class T>
 void run(const T* in, std::int64_t is, T* out, std::int64_t os, std::int64_t orows,
          std::int64_t ocols, const T* k, std::int64_t kh, std::int64_t kw) {
   const std::int64_t pairs = orows / 2;
-  // Dynamic chunks: a briefly descheduled core on a shared machine delays one chunk only.
-#pragma omp parallel for schedule(dynamic, 4)
-  for (std::int64_t p = 0; p <= pairs; ++p) {
-    if (p < pairs) row_block<T, 2>(in, is, out, os, 2 * p, ocols, k, kh, kw);
-    else if (orows % 2) row_block<T, 1>(in, is, out, os, orows - 1, ocols, k, kh, kw);
-  }
+  const int nt = default_threads();
+  parallel_chunks(pairs + 1, nt, std::max<std::int64_t>(1, pairs / (8 * nt)),
+                  [&](std::int64_t b, std::int64_t e) {
+                    for (std::int64_t p = b; p < e; ++p) {
+                      if (p < pairs) row_block<T, 2>(in, is, out, os, 2 * p, ocols, k, kh, kw);
+                      else if (orows % 2) row_block<T, 1>(in, is, out, os, orows - 1, ocols, k, kh, kw);
+                    }
+                  });
 }
 
 }  // namespace

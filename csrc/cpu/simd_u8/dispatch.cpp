@@ -4,10 +4,6 @@
 // the image are row pointers (reflected, replicated or a shared zero row), and the few blocks
 // that touch the left/right border or the row's end run the same vector routine on a <= 128-byte
 // per-row strip instead of a scalar remainder loop.
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -17,6 +13,7 @@
 #include "../../core/factories.hpp"
 #include "../../core/types.hpp"
 #include "../cpu_features.hpp"
+#include "../parallel.hpp"
 #include "simd_u8.hpp"
 
 namespace tc {
@@ -460,16 +457,10 @@ void run_rows(const Block& bk, BlockFn fn, int R, const Image& im, std::int64_t 
   for (; j < w; j += B) one(j + B <= w ? j : std::max<std::int64_t>(0, w - B));
 }
 
-int thread_count(int threads) {
-#ifdef _OPENMP
-  return threads > 0 ? threads : omp_get_max_threads();
-#else
-  return threads > 0 ? threads : 1;
-#endif
-}
+int thread_count(int threads) { return threads > 0 ? threads : default_threads(); }
 
-// Rows are handed out in chunks (~8 per thread) rather than one static slice per thread: on a
-// shared machine a briefly descheduled core then delays one chunk, not half the image.
+// Rows are handed out in chunks (~8 per thread) rather than one slice per thread: on a shared
+// machine a briefly descheduled core then delays one chunk, not half the image.
 std::int64_t chunk_of(std::int64_t n, int nthreads) {
   return std::max<std::int64_t>(1, n / (8 * std::max(1, nthreads)));
 }
@@ -478,29 +469,26 @@ void run_blocks(const Block& bk, const Image& im, int threads) {
   const int R = bk.rows_out;
   const std::int64_t nblk = (im.h + R - 1) / R;
   const int nt = thread_count(threads);
-  const std::int64_t chunk = chunk_of(nblk, nt);
-#pragma omp parallel for schedule(dynamic, chunk) num_threads(nt)
-  for (std::int64_t ib = 0; ib < nblk; ++ib) {
-    const std::int64_t i0 = ib * R;
-    if (i0 + R <= im.h) {
-      run_rows(bk, bk.fn, R, im, i0);
-    } else {
-      for (std::int64_t i = i0; i < im.h; ++i) run_rows(bk, bk.fn1, 1, im, i);
+  parallel_chunks(nblk, nt, chunk_of(nblk, nt), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t ib = b; ib < e; ++ib) {
+      const std::int64_t i0 = ib * R;
+      if (i0 + R <= im.h) {
+        run_rows(bk, bk.fn, R, im, i0);
+      } else {
+        for (std::int64_t i = i0; i < im.h; ++i) run_rows(bk, bk.fn1, 1, im, i);
+      }
     }
-  }
+  });
 }
 
 void run_separable(const Separable& s, const Image& im, int threads) {
   const std::int64_t w = im.w, tlen = w + s.kw + 16;
   const std::int16_t zero_col = static_cast<std::int16_t>(s.biased() ? 0x8000 : 0);
   const int nt = thread_count(threads);
-  const std::int64_t chunk = chunk_of(im.h, nt);
-#pragma omp parallel num_threads(nt)
-  {
-    std::vector<std::int16_t> t(static_cast<std::size_t>(tlen), 0);
+  parallel_chunks(im.h, nt, chunk_of(im.h, nt), [&](std::int64_t b, std::int64_t e) {
+    std::vector<std::int16_t> t(static_cast<std::size_t>(tlen), 0);  // Algorithm 7's temp row
     const std::uint8_t* rows[kMaxRows];
-#pragma omp for schedule(dynamic, chunk)
-    for (std::int64_t i = 0; i < im.h; ++i) {
+    for (std::int64_t i = b; i < e; ++i) {
       row_pointers(im, i - im.ay, s.kh, rows);
       std::int16_t* v = t.data() + im.ax;
       sep_vertical_avx2(s, rows, w, v);
@@ -513,7 +501,7 @@ void run_separable(const Separable& s, const Image& im, int threads) {
       }
       sep_horizontal_avx2(s, t.data(), w, im.out + i * im.out_stride);
     }
-  }
+  });
 }
 
 }  // namespace

@@ -1,0 +1,112 @@
+#include "parallel.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tc {
+namespace {
+
+class Pool {
+ public:
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    work_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  void run(std::int64_t n, int threads, std::int64_t chunk, ChunkBody body, void* ctx) {
+    std::unique_lock<std::mutex> one(call_, std::try_to_lock);
+    if (!one.owns_lock() || threads <= 1) {  // nested or concurrent caller: run inline
+      body(ctx, 0, n);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      while (static_cast<int>(workers_.size()) < threads - 1)
+        workers_.emplace_back([this] { worker(); });
+      body_ = body;
+      ctx_ = ctx;
+      n_ = n;
+      chunk_ = chunk;
+      next_.store(0);
+      seats_ = threads - 1;
+      ++generation_;
+    }
+    work_.notify_all();
+    chunks(body, ctx, n, chunk);
+    std::unique_lock<std::mutex> lk(m_);
+    body_ = nullptr;  // workers waking from now on find no job
+    seats_ = 0;
+    done_.wait(lk, [this] { return busy_ == 0; });
+  }
+
+ private:
+  void chunks(ChunkBody body, void* ctx, std::int64_t n, std::int64_t chunk) {
+    for (;;) {
+      const std::int64_t b = next_.fetch_add(chunk);
+      if (b >= n) return;
+      body(ctx, b, std::min(n, b + chunk));
+    }
+  }
+
+  void worker() {
+    std::uint64_t seen = 0;
+    std::unique_lock<std::mutex> lk(m_);
+    for (;;) {
+      work_.wait(lk, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (!body_ || seats_ == 0) continue;
+      --seats_;
+      ++busy_;
+      const ChunkBody body = body_;
+      void* ctx = ctx_;
+      const std::int64_t n = n_, chunk = chunk_;
+      lk.unlock();
+      chunks(body, ctx, n, chunk);
+      lk.lock();
+      if (--busy_ == 0) done_.notify_all();
+    }
+  }
+
+  std::mutex call_;  // one parallel_for at a time; others run inline
+  std::mutex m_;
+  std::condition_variable work_, done_;
+  std::vector<std::thread> workers_;
+  ChunkBody body_ = nullptr;
+  void* ctx_ = nullptr;
+  std::int64_t n_ = 0, chunk_ = 1;
+  std::atomic<std::int64_t> next_{0};
+  int seats_ = 0, busy_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool();  // never destroyed: workers may outlive static destruction order
+  return *p;
+}
+
+}  // namespace
+
+int default_threads() {
+  const unsigned h = std::thread::hardware_concurrency();
+  return h ? static_cast<int>(h) : 1;
+}
+
+void parallel_for(std::int64_t n, int threads, std::int64_t chunk, ChunkBody body, void* ctx) {
+  if (n <= 0) return;
+  if (threads <= 0) threads = default_threads();
+  chunk = std::max<std::int64_t>(1, chunk);
+  threads = static_cast<int>(std::min<std::int64_t>(threads, (n + chunk - 1) / chunk));
+  pool().run(n, threads, chunk, body, ctx);
+}
+
+}  // namespace tc
