@@ -18,7 +18,8 @@ using P = Precision;
 const std::vector<MethodInfo>& registry() {
   static const std::vector<MethodInfo> table = {
       {"direct", Device::cpu, {P::fp16fp32, P::fp32, P::fp64}, 0, &make_direct_plan,
-       "CPU direct correlation, OpenMP over rows, register-blocked vectorized inner loop"},
+       "CPU direct correlation, threads over rows, register-blocked AVX2/FMA kernels "
+       "(portable fallback)"},
       {"simd_u8", Device::cpu, {}, 0, nullptr,
        "CPU 8-bit integer filtering (Kelefouras 2022, AVX2 maddubs; portable fallback), "
        "OpenCV filter2D semantics",

@@ -1,4 +1,4 @@
-// CPU `direct`: valid correlation by the definition, OpenMP over output rows. On AVX2/FMA CPUs the
+// CPU `direct`: valid correlation by the definition, threads over output rows. On AVX2/FMA CPUs the
 // register-blocked intrinsics kernels of direct_avx2.cpp run; elsewhere (or with
 // TENSORCONV_FORCE_PORTABLE=1) each thread keeps a block of output pixels in registers and streams
 // kernel taps over it, a contiguous multiply-add the compiler vectorizes for the baseline ISA.

@@ -1,5 +1,5 @@
 // AVX2/FMA kernels of the CPU `direct` method (csrc/cpu/direct_avx2.cpp); call only when
-// cpu_use_avx2(). Valid correlation, OpenMP over output row pairs.
+// cpu_use_avx2(). Valid correlation, output row pairs shared out over threads (parallel.hpp).
 #pragma once
 #include <cstdint>
 

@@ -76,7 +76,7 @@ def filter2d_u8(image, kernel, divisor, *, border="reflect101", anchor=None, thr
     32-bit. ``algorithm`` forces one of the paper's algorithms (alg1, alg2, alg3, sep) or our
     extensions (pairs: broadcast coefficient pairs; wide: 16-bit coefficients; portable:
     scalar); a forced algorithm that cannot be exact for this kernel raises ValueError saying
-    why. ``threads``: OpenMP threads (None: all).
+    why. ``threads``: worker threads over rows (None: all hardware threads).
     Set TENSORCONV_FORCE_PORTABLE=1 to run the portable path instead of AVX2.
     """
     image = _check_image(image)

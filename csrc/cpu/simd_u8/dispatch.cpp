@@ -388,6 +388,7 @@ inline std::int64_t map_index(std::int64_t x, std::int64_t n, Border border) {
 }
 
 constexpr int kMaxRows = kMaxK + 2;  // kernel rows + register-blocking rows - 1
+constexpr double kParallelMinWork = 2e6;  // pixels x taps below which one thread is faster
 constexpr int kStrip = 128;
 
 struct Image {
@@ -398,7 +399,10 @@ struct Image {
   Border border;
   int ay, ax;
   const std::uint8_t* zero;  // a zero row of w + 64 bytes, for the constant border
+  // Source column of positions x in [-kColPad, w + kColPad) (index x + kColPad); -1: zero.
+  const std::int32_t* cols;
 };
+constexpr std::int64_t kColPad = kStrip + kMaxK;
 
 void row_pointers(const Image& im, std::int64_t first, int n, const std::uint8_t** rows) {
   for (int u = 0; u < n; ++u) {
@@ -427,10 +431,8 @@ void run_rows(const Block& bk, BlockFn fn, int R, const Image& im, std::int64_t 
       for (int u = 0; u < nrows; ++u) ptrs[u] = rows[u] + (jj - im.ax);
     } else {
       for (int u = 0; u < nrows; ++u) {
-        for (int s = 0; s < bk.reads; ++s) {
-          const std::int64_t x = map_index(jj - im.ax + s, w, im.border);
-          strip[u][s] = x < 0 ? 0 : rows[u][x];
-        }
+        const std::int32_t* cx = im.cols + (jj - im.ax + kColPad);
+        for (int s = 0; s < bk.reads; ++s) strip[u][s] = cx[s] < 0 ? 0 : rows[u][cx[s]];
         ptrs[u] = strip[u];
       }
     }
@@ -529,7 +531,13 @@ void filter2d(const std::uint8_t* in, std::int64_t h, std::int64_t w, std::int64
     throw ValueError("anchor must lie inside the kernel");
   Prepared p = prepare(k, kh, kw, divisor, algorithm, use_avx2());
   std::vector<std::uint8_t> zero(static_cast<std::size_t>(w + 64), 0);
-  Image im{in, h, w, in_stride, out, out_stride, border, ay, ax, zero.data()};
+  std::vector<std::int32_t> cols(static_cast<std::size_t>(w + 2 * kColPad));
+  for (std::int64_t x = -kColPad; x < w + kColPad; ++x)
+    cols[static_cast<std::size_t>(x + kColPad)] = static_cast<std::int32_t>(map_index(x, w, border));
+  Image im{in, h, w, in_stride, out, out_stride, border, ay, ax, zero.data(), cols.data()};
+  // Small images run on the calling thread: waking workers costs more than they save.
+  const double work = static_cast<double>(h) * static_cast<double>(w) * kh * kw;
+  if (work < kParallelMinWork) threads = 1;
   if (p.an.algo == Algo::sep)
     run_separable(p.sep, im, threads);
   else
