@@ -174,15 +174,18 @@ def test_auto_choices(avx2):
     assert info["algorithm"] == "sep" and info["separable"] and info["division_case"] == "A"
     a, b = info["factors"]
     np.testing.assert_array_equal(np.outer(a, b), g)
-    assert tc.filter2d_u8_info(np.ones((3, 3), np.int8), 9)["algorithm"] == "alg1"
+    sharpen = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], np.int8)  # not an outer product
+    assert tc.filter2d_u8_info(sharpen, 1)["algorithm"] == "alg1"
+    assert tc.filter2d_u8_info(np.ones((3, 3), np.int8), 9)["algorithm"] == "sep"
     info = tc.filter2d_u8_info(np.eye(7, dtype=np.int8) * 3, 21)
     assert info["algorithm"] == "pairs" and info["ir_bits"] == 16
     info = tc.filter2d_u8_info(np.eye(9, dtype=np.int8) * 100, 9)
     assert info["algorithm"] == "pairs" and info["ir_bits"] == 32
     assert tc.filter2d_u8_info(np.eye(3, dtype=np.int16) * 1000, 9)["algorithm"] == "wide"
     # adjacent 8-bit coefficients whose pair sum would saturate maddubs -> 16-bit coefficients
-    assert tc.filter2d_u8_info(np.full((3, 3), 127, np.int8), 1)["algorithm"] == "wide"
-    assert tc.filter2d_u8_info(np.ones((3, 3), np.int8), 9)["register_blocking"] == 3
+    saturating = np.array([[127, 127, 0], [0, 127, 127], [127, 0, 127]], np.int8)
+    assert tc.filter2d_u8_info(saturating, 1)["algorithm"] == "wide"
+    assert tc.filter2d_u8_info(sharpen, 1)["register_blocking"] == 3
 
 
 def test_separable_symmetric_and_power_of_two_taps(avx2):
