@@ -5,7 +5,7 @@ speedups. All implementations are timed in the same run, interleaved round by ro
 (Python call, output allocated by the callee), median of up to 20 runs (fewer for the slow scalar
 peers, recorded per row). Writes benchmarks/results/cpu_u8_<host>.json and cpu_u8.png.
 
-    python benchmarks/cpu_u8.py [--quick] [--threads N]
+    python benchmarks/cpu_u8.py [--quick] [--threads N]   (--threads N: files get a _tN suffix)
 """
 
 from __future__ import annotations
@@ -139,14 +139,16 @@ def main():
            "tensorconv": tc.__version__,
            "versions": {"numpy": np.__version__, "scipy": scipy.__version__,
                         "opencv": cv2.__version__, "cv2_threads": cv2.getNumThreads(),
-                        "python": platform.python_version(), "simd_u8_path": tc.simd_u8_path()},
+                        "python": platform.python_version(), "simd_u8_path": tc.simd_u8_path(),
+                        "threads": threads or "all"},
            "rows": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"cpu_u8_{host}.json"
+    suffix = f"_t{args.threads}" if args.threads else ""
+    out = RESULTS / f"cpu_u8_{host}{suffix}.json"
     out.write_text(json.dumps(doc, indent=1))
     print("wrote", out)
     summarize(doc)
-    plot(doc, RESULTS / "cpu_u8.png")
+    plot(doc, RESULTS / f"cpu_u8{suffix}.png")
 
 
 def _portable(image, kern, d, threads):
