@@ -54,15 +54,9 @@ void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
   unroll<R>([&](auto r) {
     __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
     unroll<G>([&](auto X) {
-      const __m256i m = reduce16<G / 2>(acc[r][X]);
-      if constexpr (X == 0) even = m;
-      else if constexpr (X == 1) odd = m;
-      else if constexpr (X % 2 == 0) even = _mm256_blend_epi16(even, m, S::template mask<X>());
-      else odd = _mm256_blend_epi16(odd, m, S::template mask<X>());
+      place16<X, S::template mask<X>()>(even, odd, reduce16<G / 2>(acc[r][X]));
     });
-    even = finish16(even, bk.ir, bk.div);
-    odd = finish16(odd, bk.ir, bk.div);
-    store2<N>(outs[r] + off, _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
+    store2<N>(outs[r] + off, pack16(even, odd, bk.ir, bk.div));
   });
 }
 

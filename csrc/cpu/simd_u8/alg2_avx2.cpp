@@ -39,28 +39,14 @@ void alg2_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
     __m256i acc = _mm256_setzero_si256();
     for (int u = 0; u < kh; ++u)
       acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(load2<L>(rows[u] + off + X), vcoef(tab, u)));
-    const __m256i m = shl<2 * (X / 2)>(reduce16<G / 2>(acc));
-    if constexpr (X == 0) even = m;
-    else if constexpr (X == 1) odd = m;
-    else if constexpr (X % 2 == 0) even = _mm256_blend_epi16(even, m, S::template mask<X>());
-    else odd = _mm256_blend_epi16(odd, m, S::template mask<X>());
+    place16<X, S::template mask<X>()>(even, odd, shl<2 * (X / 2)>(reduce16<G / 2>(acc)));
   });
-  even = finish16(even, bk.ir, bk.div);
-  odd = finish16(odd, bk.ir, bk.div);
-  store2<L>(outs[0] + off, _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
+  store2<L>(outs[0] + off, pack16(even, odd, bk.ir, bk.div));
 }
 
 template <int KW>
 struct Build {
-  static void run(Block& b, const std::int32_t*& k) {
-    using S = Alg2Shape<KW>;
-    fill_row_groups(b, k, S::G, S::P);
-    b.outputs = 2 * S::L;
-    b.reads = S::L + S::G - 1 + 16;
-    b.writes = S::L + 16;
-    b.fn = b.fn1 = &repeat<&alg2_block<KW>>;
-    b.rows_out = 1;
-  }
+  static void run(Block& b, const std::int32_t*& k) { build_grouped<Alg2Shape<KW>, &alg2_block<KW>>(b, k); }
 };
 
 }  // namespace

@@ -53,15 +53,7 @@ void alg3_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
 
 template <int KW>
 struct Build {
-  static void run(Block& b, const std::int32_t*& k) {
-    using S = Alg3Shape<KW>;
-    fill_row_groups(b, k, S::G, S::P);
-    b.outputs = 2 * S::L;
-    b.reads = S::L + S::G - 1 + 16;
-    b.writes = S::L + 16;
-    b.fn = b.fn1 = &repeat<&alg3_block<KW>>;
-    b.rows_out = 1;
-  }
+  static void run(Block& b, const std::int32_t*& k) { build_grouped<Alg3Shape<KW>, &alg3_block<KW>>(b, k); }
 };
 
 }  // namespace

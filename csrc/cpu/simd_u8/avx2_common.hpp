@@ -174,6 +174,41 @@ void repeat(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* cons
   for (std::int64_t i = 0; i < n; ++i) One(bk, rows, outs, i * step);
 }
 
+// out_even / out_odd (Algorithms 1 and 2): the results of shift X go to plane X % 2, in the
+// slots Mask selects (the first two shifts just initialise the planes).
+template <int X, int Mask>
+inline void place16(__m256i& even, __m256i& odd, __m256i m) {
+  if constexpr (X == 0) even = m;
+  else if constexpr (X == 1) odd = m;
+  else if constexpr (X % 2 == 0) even = _mm256_blend_epi16(even, m, Mask);
+  else odd = _mm256_blend_epi16(odd, m, Mask);
+}
+// Divide both planes and interleave them into bytes in output order (one shift, one OR).
+inline __m256i pack16(__m256i even, __m256i odd, IR ir, const Divider& d) {
+  return _mm256_or_si256(finish16(even, ir, d), _mm256_slli_epi16(finish16(odd, ir, d), 8));
+}
+
+// Algorithms 2 and 3 share their set-up: one grouped vector coefficient per kernel row, blocks of
+// 2 * L outputs read at shifts 0..G-1.
+template <class Shape, OneBlock One>
+inline void build_grouped(Block& b, const std::int32_t* k) {
+  fill_row_groups(b, k, Shape::G, Shape::P);
+  b.outputs = 2 * Shape::L;
+  b.reads = Shape::L + Shape::G - 1 + 16;
+  b.writes = Shape::L + 16;
+  b.fn = b.fn1 = &repeat<One>;
+  b.rows_out = 1;
+}
+
+// Two 32-bit planes of pixel values (dword i: outputs 2i and 2i + 1 of 16) -> 16 bytes in order.
+inline __m128i pack_even_odd32(__m256i even, __m256i odd) {
+  const __m256i both = _mm256_or_si256(even, _mm256_slli_epi32(odd, 8));
+  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                        0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i s = _mm256_shuffle_epi8(both, pick);
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(s, 0x08));
+}
+
 inline __m256i vcoef(const std::uint8_t* tab, int i) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tab + 32 * i));
 }

@@ -35,10 +35,7 @@ void pairs16_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_
       odd = _mm256_add_epi16(odd, _mm256_maddubs_epi16(load(r + 2 * t + 1), c));
     }
   }
-  even = finish16(even, bk.ir, bk.div);
-  odd = finish16(odd, bk.ir, bk.div);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(outs[0] + off),
-                      _mm256_or_si256(even, _mm256_slli_epi16(odd, 8)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(outs[0] + off), pack16(even, odd, bk.ir, bk.div));
 }
 
 // Group sums S lie in [lo, lo + 65535]: they start from -lo, so the 16-bit value is S - lo >= 0

@@ -121,11 +121,7 @@ void horizontal32_chunk(const Separable& s, const std::int16_t* t, const std::in
   const __m256i bias = _mm256_set1_epi32(static_cast<int>(s.bias));
   e = finish32(_mm256_add_epi32(e, bias), s.div);
   o = finish32(_mm256_add_epi32(o, bias), s.div);
-  const __m256i both = _mm256_or_si256(e, _mm256_slli_epi32(o, 8));
-  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
-                                        0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m256i q = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(both, pick), 0x08);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(q));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), pack_even_odd32(e, o));
 }
 
 }  // namespace

@@ -13,15 +13,6 @@ namespace tc {
 namespace u8 {
 namespace {
 
-// dword i of two 32-bit planes (values 0..255): bytes 0 and 1 of each dword -> 16 bytes in order.
-inline __m128i pack_even_odd(__m256i even, __m256i odd) {
-  const __m256i both = _mm256_or_si256(even, _mm256_slli_epi32(odd, 8));
-  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
-                                        0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m256i s = _mm256_shuffle_epi8(both, pick);
-  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(s, 0x08));
-}
-
 void wide_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
     std::int64_t off) {
   const int pairs = (bk.kw + 1) / 2;
@@ -38,7 +29,7 @@ void wide_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
     }
   }
   _mm_storeu_si128(reinterpret_cast<__m128i*>(outs[0] + off),
-                   pack_even_odd(finish32(even, bk.div), finish32(odd, bk.div)));
+                   pack_even_odd32(finish32(even, bk.div), finish32(odd, bk.div)));
 }
 
 }  // namespace
