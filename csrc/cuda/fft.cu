@@ -232,15 +232,16 @@ class FftPlan final : public CudaPlan {
     mc_ = m_ / 2 + 1;
     if (n_ > 0x7fffffff / 2 || m_ > 0x7fffffff / 2)
       throw ValueError("image too large for the fft method");
-    const std::size_t ws_f = fwd_.make(n_, m_, F::rtype, F::ctype, F::ctype, true);
-    const std::size_t ws_i = inv_.make(n_, m_, F::ctype, F::rtype, F::ctype, true);
-    work_.reset(std::max(ws_f, ws_i));
-    TC_CUFFT_CHECK(cufftSetWorkArea(fwd_.get(), work_.get()));
-    TC_CUFFT_CHECK(cufftSetWorkArea(inv_.get(), work_.get()));
+    // Our buffers first: an impossible size fails here as MemoryError naming the bytes.
     real_.reset(n_ * m_ * sizeof(Real));
     spec_.reset(n_ * mc_ * sizeof(Cplx));
     kspec_.reset(n_ * mc_ * sizeof(Cplx));
     if (F::scaled) amax_.reset(sizeof(unsigned));
+    const std::size_t ws_f = fwd_.make(n_, m_, F::rtype, F::ctype, F::ctype, true);
+    const std::size_t ws_i = inv_.make(n_, m_, F::ctype, F::rtype, F::ctype, true);
+    work_.reset(std::max(ws_f, ws_i));  // the two transforms run in turn: one work area
+    TC_CUFFT_CHECK(cufftSetWorkArea(fwd_.get(), work_.get()));
+    TC_CUFFT_CHECK(cufftSetWorkArea(inv_.get(), work_.get()));
     kernel_spectrum(r);
   }
 
@@ -289,23 +290,25 @@ class FftPlan final : public CudaPlan {
   void kernel_spectrum(const PlanRequest& r) {
     using KReal = std::conditional_t<P == Precision::fp64, double, float>;
     using KCplx = std::conditional_t<P == Precision::fp64, double2, float2>;
-    std::vector<KReal> host(static_cast<std::size_t>(n_ * m_), KReal(0));
+    std::vector<KReal> host(static_cast<std::size_t>(r.kh * r.kw));
     double abs_sum = 0;
-    for (std::int64_t i = 0; i < r.kh; ++i)
-      for (std::int64_t j = 0; j < r.kw; ++j) {
-        double v = r.kernel[i * r.kw + j];
-        if (P == Precision::fp16 || P == Precision::fp16fp32)
-          v = static_cast<double>(__half2float(__double2half(v)));  // operands are half
-        host[i * m_ + j] = static_cast<KReal>(v);
-        abs_sum += std::fabs(v);
-      }
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      double v = r.kernel[i];
+      if (P == Precision::fp16 || P == Precision::fp16fp32)
+        v = static_cast<double>(__half2float(__double2half(v)));  // the operands are half
+      host[i] = static_cast<KReal>(v);
+      abs_sum += std::fabs(v);
+    }
     double scale = 1.0 / (double(n_) * double(m_));
     if constexpr (F::scaled) {
       kscale_ = abs_sum > 0 ? static_cast<float>(std::exp2(-std::ceil(std::log2(abs_sum)))) : 1.f;
       scale = kscale_;
     }
-    DeviceBuffer kreal(host.size() * sizeof(KReal)), kc(n_ * mc_ * sizeof(KCplx));
-    kreal.upload(host.data(), host.size() * sizeof(KReal));
+    // The kernel at the origin of an N x M zero array, then its transform.
+    DeviceBuffer kreal(n_ * m_ * sizeof(KReal)), kc(n_ * mc_ * sizeof(KCplx));
+    TC_CUDA_CHECK(cudaMemset(kreal.get(), 0, kreal.bytes()));
+    TC_CUDA_CHECK(cudaMemcpy2D(kreal.get(), m_ * sizeof(KReal), host.data(), r.kw * sizeof(KReal),
+                               r.kw * sizeof(KReal), r.kh, cudaMemcpyHostToDevice));
     CufftPlan plan;
     const cudaDataType rt = P == Precision::fp64 ? CUDA_R_64F : CUDA_R_32F;
     const cudaDataType ct = P == Precision::fp64 ? CUDA_C_64F : CUDA_C_32F;
