@@ -107,6 +107,7 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--budget-s", type=float, default=400.0, help="stop adding rows after this")
     ap.add_argument("--no-e2e", action="store_true")
+    ap.add_argument("--band-sweep", default="", help="MB list: separable T-ring band sizes to time")
     args = ap.parse_args(argv)
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -225,6 +226,8 @@ def main(argv=None):
                              "median_ms": round(ms, 5), "runs": 20,
                              "mape_pct": mape_gpu(res["y"], refs["random"])})
                 print(json.dumps(rows[-1]), flush=True)
+    if args.band_sweep:
+        band_sweep(rows, args.band_sweep)
     meta["skipped_for_time"] = skipped
     with open(args.out, "w") as f:
         json.dump(meta, f, indent=1)
@@ -232,12 +235,38 @@ def main(argv=None):
     return 0
 
 
+def band_sweep(rows, mbs):
+    """separable's ring band size (TENSORCONV_SEPARABLE_BAND_MB, read at plan time), Gaussian
+    fp32 at 4096^2: the data behind the default."""
+    import os
+
+    _, img = load_image(4096)
+    x = img.float().contiguous()
+    stream = torch.cuda.current_stream().cuda_stream
+    for k in (15, 55):
+        out = torch.empty((4097 - k, 4097 - k), dtype=torch.float32, device="cuda")
+        for mb in mbs.split(","):
+            os.environ["TENSORCONV_SEPARABLE_BAND_MB"] = mb
+            p = tc.plan(gaussian(k), (4096, 4096), mode="valid", method="separable",
+                        precision="fp32")
+            del os.environ["TENSORCONV_SEPARABLE_BAND_MB"]
+            n = 4097 - k
+            ms = event_median(lambda i: p._plan.run(x.data_ptr(), 4096, 4096, 4096, out.data_ptr(),
+                                                    n, n, n, "float32", True, stream), 1)
+            rows.append({"impl": "separable", "precision": "fp32", "image": [4096, 4096],
+                         "kernel": [k, k], "kernel_kind": "gaussian", "timing": "kernel",
+                         "median_ms": round(ms, 5), "runs": 20, "band_mb": int(mb),
+                         "extra_bytes": p.workspace_bytes})
+            print(json.dumps(rows[-1]), flush=True)
+
+
 def summarize(meta):
     """The issue's goals (4096^2) from the rows just measured."""
     def get(impl, prec, k, kind="random", size=4096):
         for r in meta["rows"]:
             if (r["impl"], r["precision"], r["kernel"][0], r.get("kernel_kind", "random"),
-                    r["image"][0], r["timing"]) == (impl, prec, k, kind, size, "kernel"):
+                    r["image"][0], r["timing"]) == (impl, prec, k, kind, size, "kernel") and \
+                    "band_mb" not in r:
                 return r["median_ms"]
         return float("nan")
 
@@ -254,7 +283,7 @@ def summarize(meta):
     print("\n== all kernel rows at 4096^2 (ms) ==")
     table = {}
     for r in meta["rows"]:
-        if r["timing"] == "kernel" and r["image"][0] == 4096:
+        if r["timing"] == "kernel" and r["image"][0] == 4096 and "band_mb" not in r:
             key = (r["impl"] + ("/g" if r.get("kernel_kind") == "gaussian" else ""), r["precision"])
             table.setdefault(key, {})[r["kernel"][0]] = r["median_ms"]
     for (impl, prec), ks in sorted(table.items()):

@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(BX* BY)
         const int cv = imin(CV, kw - v0);
         const int rows = OH + cu - 1, cols = BX + cv - 1;
         __syncthreads();  // the previous chunk is consumed
-        for (int i = tid; i < rows * cols; i += BX * BY) {
+        stage_tile<4, BX * BY>(tile, rows * cols, tid, [&](int i) {
           const int a = i / cols, b = i - a * cols;
           const int gy = oy0 + u0 + a, gx = ox0 + v0 + b;
           typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
@@ -64,8 +64,8 @@ __global__ void __launch_bounds__(BX* BY)
             if (gx < iw) e0 = T::load(row[gx]);
             if (W == 2 && gx + BX < iw) e1 = T::load(row[gx + BX]);  // lane 1: BX pixels right
           }
-          tile[a * pitch + b] = T::pack(e0, e1);
-        }
+          return Staged<Vec>{T::pack(e0, e1), a * pitch + b};
+        });
         if constexpr (KCAP == 0) {
           for (int i = tid; i < cu * cv; i += BX * BY) {
             const int a = i / cv, b = i - a * cv;

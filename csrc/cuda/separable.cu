@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(BX* BY)
     for (int v0 = 0; v0 < kw; v0 += CT) {
       const int cv = imin(CT, kw - v0), arows = OX + cv - 1;
       __syncthreads();
-      for (int i = tid; i < arows * BX; i += BX * BY) {
+      stage_tile<4, BX * BY>(tile, arows * BX, tid, [&](int i) {
         const int b_ = i / arows, a = i - b_ * arows;  // a (x) fastest: coalesced global reads
         const int x = x0 + v0 + a, t = tb + b_;
         typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
@@ -62,8 +62,8 @@ __global__ void __launch_bounds__(BX* BY)
           if (t < t1) e0 = T::load(in[t * in_stride + x]);
           if (W == 2 && t + BX < t1) e1 = T::load(in[(t + BX) * in_stride + x]);
         }
-        tile[a * PITCH_T + b_] = T::pack(e0, e1);
-      }
+        return Staged<Vec>{T::pack(e0, e1), a * PITCH_T + b_};
+      });
       for (int i = tid; i < cv; i += BX * BY) sb[i] = b[v0 + i];
       __syncthreads();
       slide_column<T, R>(acc, tile + ty * R * PITCH_T + tx, PITCH_T, cv,
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(BX* BY)
     for (int u0 = 0; u0 < kh; u0 += CT) {
       const int cu = imin(CT, kh - u0), rows = OH + cu - 1;
       __syncthreads();
-      for (int i = tid; i < rows * BX; i += BX * BY) {
+      stage_tile<4, BX * BY>(tile, rows * BX, tid, [&](int i) {
         const int r_ = i / BX, c = i - r_ * BX;
         const int t = yb + u0 + r_, x = xb + c;
         typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
@@ -116,8 +116,8 @@ __global__ void __launch_bounds__(BX* BY)
           if (x < ow) e0 = T::round(row[x]);
           if (W == 2 && x + BX < ow) e1 = T::round(row[x + BX]);
         }
-        tile[r_ * BX + c] = T::pack(e0, e1);
-      }
+        return Staged<Vec>{T::pack(e0, e1), i};
+      });
       for (int i = tid; i < cu; i += BX * BY) sa[i] = a[u0 + i];
       __syncthreads();
       slide_column<T, R>(acc, tile + ty * R * BX + tx, BX, cu, [&](int u) { return sa[u]; });

@@ -29,5 +29,26 @@ __device__ __forceinline__ void slide_column(Vec (&acc)[R], const Vec* s, int pi
   }
 }
 
+// Global -> shared staging of n elements by NT threads with U loads in flight per thread (a
+// plain loop keeps one, which leaves HBM latency-bound). fetch(i) returns {value, shared index}.
+template <class Vec>
+struct Staged {
+  Vec v;
+  int s;
+};
+
+template <int U, int NT, class Vec, class Fetch>
+__device__ __forceinline__ void stage_tile(Vec* dst, int n, int tid, Fetch fetch) {
+  for (int i0 = tid; i0 < n; i0 += NT * U) {
+    Staged<Vec> e[U];
+#pragma unroll
+    for (int j = 0; j < U; ++j)
+      if (i0 + j * NT < n) e[j] = fetch(i0 + j * NT);
+#pragma unroll
+    for (int j = 0; j < U; ++j)
+      if (i0 + j * NT < n) dst[e[j].s] = e[j].v;
+  }
+}
+
 }  // namespace cuda
 }  // namespace tc
