@@ -32,6 +32,12 @@ for ph in $PHASES; do
           > "$OUT/$tool.txt" 2>&1
         echo "$tool rc=$? ($(( $(date +%s) - t0 )) s)"; tail -2 "$OUT/$tool.txt"
       done ;;
+    ncu)
+      timeout ${NCU_S:-90} ncu --section SpeedOfLight --section WarpStateStats \
+        --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis \
+        -k regex:"shmem_kernel|row_pass|column_pass" python3 benchmarks/ncu_gpu_core.py \
+        > "$OUT/ncu.txt" 2>&1
+      echo "ncu rc=$? ($(( $(date +%s) - t0 )) s)" ;;
     bench)
       timeout ${BENCH_S:-240} python3 benchmarks/gpu_core.py --out "$OUT/gpu_core.json" \
         --budget-s ${BENCH_BUDGET:-180} ${BENCH_ARGS:-} > "$OUT/bench.txt" 2>&1
