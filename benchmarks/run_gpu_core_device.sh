@@ -35,7 +35,7 @@ for ph in $PHASES; do
     ncu)
       timeout ${NCU_S:-90} ncu --section SpeedOfLight --section WarpStateStats \
         --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis \
-        -k regex:"shmem_kernel|row_pass|column_pass" python3 benchmarks/ncu_gpu_core.py \
+        -c 3 -k regex:"shmem_kernel|row_pass|column_pass" python3 benchmarks/ncu_gpu_core.py \
         > "$OUT/ncu.txt" 2>&1
       echo "ncu rc=$? ($(( $(date +%s) - t0 )) s)" ;;
     bench)
