@@ -15,17 +15,23 @@ __device__ __forceinline__ void slide_column(Vec (&acc)[R], const Vec* s, int pi
   Vec w[R];
 #pragma unroll
   for (int r = 0; r < R - 1; ++r) w[r] = s[r * pitch];
-  // Row a lives in w[a % R]; the loop is unrolled by R so every index is a compile-time one.
-  for (int t0 = 0; t0 < n; t0 += R) {
+  // Row a lives in w[a % R]; steps are unrolled by R so every index is a compile-time one.
+  // Full blocks of R taps run unguarded (lets the compiler hoist the next shared loads).
+  auto step = [&](int t, int q) {
+    w[(q + R - 1) % R] = s[(t + R - 1) * pitch];
+    const Vec k = coef(t);
 #pragma unroll
-    for (int q = 0; q < R; ++q) {
-      if (t0 + q < n) {
-        w[(q + R - 1) % R] = s[(t0 + q + R - 1) * pitch];
-        const Vec k = coef(t0 + q);
+    for (int r = 0; r < R; ++r) T::fma(acc[r], w[(q + r) % R], k);
+  };
+  int t0 = 0;
+  for (; t0 + R <= n; t0 += R) {
 #pragma unroll
-        for (int r = 0; r < R; ++r) T::fma(acc[r], w[(q + r) % R], k);
-      }
-    }
+    for (int q = 0; q < R; ++q) step(t0 + q, q);
+  }
+  if (t0 < n) {
+#pragma unroll
+    for (int q = 0; q < R; ++q)
+      if (t0 + q < n) step(t0 + q, q);
   }
 }
 
