@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -143,17 +144,24 @@ def main(argv=None):
             # ---- tensorconv methods ----
             for m in methods:
                 for prec in m.precisions:
-                    kinds = ("random", "gaussian") if m.name == "separable" else ("random",)
-                    for kind in kinds:
+                    kinds = [("random", "")] + ([("gaussian", "")] if m.name == "separable"
+                                                else [])
+                    if m.name == "naive_shmem" and prec in ("fp16", "fp32", "fp64"):
+                        kinds.append(("random", "constant"))  # coefficients in constant memory
+                    for kind, variant in kinds:
                         if out_of_time():
                             skipped += 1
                             continue
+                        if variant:
+                            os.environ["TENSORCONV_NAIVE_SHMEM_COEFS"] = variant
                         try:
                             p = tc.plan(kernels[kind], (size, size), mode="valid",
                                         method=m.name, precision=prec)
                         except Exception as e:  # report, keep going
                             print(f"plan {m.name} {prec} k={k}: {e}", flush=True)
                             continue
+                        finally:
+                            os.environ.pop("TENSORCONV_NAIVE_SHMEM_COEFS", None)
                         dt = TORCH_STORAGE[prec]
                         nbytes = size * size * torch.finfo(dt).bits // 8
                         n_in = max(1, min(8, -(-2 * L2_BYTES // max(nbytes, 1))))
@@ -172,9 +180,11 @@ def main(argv=None):
                                "median_ms": round(ms, 5), "runs": 20,
                                "extra_bytes": p.workspace_bytes,
                                "mape_pct": mape_gpu(out, refs[kind])}
+                        if variant:
+                            row["variant"] = f"coefs={variant}"
                         rows.append(row)
                         print(json.dumps(row), flush=True)
-                        if not args.no_e2e:
+                        if not args.no_e2e and not variant:
                             host = img64.to(dt).cpu().numpy()
                             e2e = wall_median(lambda: p(host))
                             rows.append({**row, "timing": "end_to_end", "median_ms": round(e2e, 4),
@@ -238,8 +248,6 @@ def main(argv=None):
 def band_sweep(rows, mbs):
     """separable's ring band size (TENSORCONV_SEPARABLE_BAND_MB, read at plan time), Gaussian
     fp32 at 4096^2: the data behind the default."""
-    import os
-
     _, img = load_image(4096)
     x = img.float().contiguous()
     stream = torch.cuda.current_stream().cuda_stream
@@ -266,7 +274,7 @@ def summarize(meta):
         for r in meta["rows"]:
             if (r["impl"], r["precision"], r["kernel"][0], r.get("kernel_kind", "random"),
                     r["image"][0], r["timing"]) == (impl, prec, k, kind, size, "kernel") and \
-                    "band_mb" not in r:
+                    "band_mb" not in r and "variant" not in r:
                 return r["median_ms"]
         return float("nan")
 
@@ -284,7 +292,8 @@ def summarize(meta):
     table = {}
     for r in meta["rows"]:
         if r["timing"] == "kernel" and r["image"][0] == 4096 and "band_mb" not in r:
-            key = (r["impl"] + ("/g" if r.get("kernel_kind") == "gaussian" else ""), r["precision"])
+            key = (r["impl"] + ("/g" if r.get("kernel_kind") == "gaussian" else "")
+                   + ("/const" if "variant" in r else ""), r["precision"])
             table.setdefault(key, {})[r["kernel"][0]] = r["median_ms"]
     for (impl, prec), ks in sorted(table.items()):
         print(f"{impl:22s} {prec:9s} " + " ".join(f"{ks.get(k, float('nan')):9.4f}" for k in KS))

@@ -21,7 +21,8 @@ def main(argv):
         if r["timing"] != "kernel" or "band_mb" in r:
             continue
         prec = r["precision"]
-        impl = r["impl"] + (" (gaussian)" if r.get("kernel_kind") == "gaussian" else "")
+        impl = r["impl"] + (" (gaussian)" if r.get("kernel_kind") == "gaussian" else "") + (
+            f" ({r['variant']})" if "variant" in r else "")
         series.setdefault((prec, impl, r["image"][0]), []).append((r["kernel"][0], r["median_ms"]))
     colors = {}
     for ax, prec in zip(axes.flat, precs):

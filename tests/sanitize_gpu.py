@@ -35,11 +35,18 @@ def main():
     for name in ("naive", "naive_shmem", "separable", "fft"):
         for p in rows[name].precisions:
             ok &= check(name, p, rng.standard_normal((37, 71)), rng.standard_normal((5, 4)))
-    # naive_shmem tiers: <= 4 KB constant, <= 30 KB constant, shared-memory chunks.
+    # naive_shmem: multi-chunk kernels with shared coefficients (default), then the constant
+    # tiers (<= 4 KB, <= 30 KB launch parameters; larger falls back to shared).
     for kshape in ((40, 33), (100, 80)):
         for p in ("fp16", "fp32", "fp64"):
             ok &= check("naive_shmem", p, rng.standard_normal((110, 95)),
                         rng.standard_normal(kshape))
+    os.environ["TENSORCONV_NAIVE_SHMEM_COEFS"] = "constant"
+    for kshape in ((5, 4), (40, 33)):
+        for p in ("fp16", "fp32", "fp64"):
+            ok &= check("naive_shmem", p, rng.standard_normal((110, 95)),
+                        rng.standard_normal(kshape))
+    del os.environ["TENSORCONV_NAIVE_SHMEM_COEFS"]
     # separable: rank 1 (one pass) over several bands of the ring, then r > 1 passes with a
     # separate running sum (fp16fp32); fft: the direct (fast size) path.
     g = np.exp(-0.5 * ((np.arange(7) - 3) / 1.5) ** 2)

@@ -91,6 +91,17 @@ def test_separable_rank(precision):
     assert sizes["g"] < sizes["r2"] < sizes["full"]
 
 
+@pytest.mark.parametrize("precision", ["fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64"])
+def test_naive_shmem_constant_coefficients(precision, monkeypatch):
+    """The optional constant-memory tiers (<= 4 KB, <= 30 KB, larger falls back to shared)."""
+    monkeypatch.setenv("TENSORCONV_NAIVE_SHMEM_COEFS", "constant")
+    rng = np.random.default_rng(6)
+    for ishape, kshape in (((67, 93), (3, 3)), ((70, 90), (40, 33)), ((150, 140), (100, 80))):
+        image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
+        out = tc.correlate2d(image, kernel, "valid", method="naive_shmem", precision=precision)
+        assert relative_l2(out, _ref(image, kernel)) <= rel_l2_bound("naive_shmem", precision)
+
+
 def test_separable_bands(monkeypatch):
     """T is a ring processed in bands: force many bands and compare."""
     monkeypatch.setenv("TENSORCONV_SEPARABLE_BAND_MB", "1")

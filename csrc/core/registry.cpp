@@ -25,8 +25,8 @@ const std::vector<MethodInfo>& registry() {
        "memory (im2tensor paper's \"naive\")"},
       {"naive_shmem", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64},
        60, TC_CUDA_FACTORY(make_naive_shmem_plan),
-       "CUDA, image tile + apron in shared memory, kernel in constant memory up to 30 KB (else "
-       "shared), register sliding window; any kernel size (im2tensor paper's \"naive + shmem\")"},
+       "CUDA, image tile + apron and kernel chunks in shared memory (constant memory optional), "
+       "register sliding window; any kernel size (im2tensor paper's \"naive + shmem\")"},
       {"separable", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
        TC_CUDA_FACTORY(make_separable_plan),
        "CUDA row + column passes in shared memory (Podlozhnyuk); rank-r kernels as r passes "

@@ -1,11 +1,13 @@
 // "naive + shmem" (im2tensor paper 5.1.2, after the CUDA samples): a block stages an image tile
 // plus its apron in shared memory (converted to the compute type once), and every thread
-// accumulates R outputs down a column with a sliding register window (sliding.cuh). The kernel
-// travels as a __grid_constant__ launch parameter, i.e. in constant memory and private to each
-// launch (so plans on different streams never race), when it fits in 30 KB; larger kernels are
-// staged chunk by chunk in shared memory. Taps are processed in chunks of CU x CV, so there is no
-// limit on the kernel size.
+// accumulates R outputs down a column with a sliding register window (sliding.cuh). Taps are
+// processed in chunks of CU x CV, so there is no limit on the kernel size. The coefficients are
+// staged per chunk in shared memory; optionally (see coefficients_in_constant_memory) they travel
+// as a __grid_constant__ launch parameter, i.e. in constant memory private to each launch (plans
+// on different streams never race), when they fit in 30 KB.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "../core/factories.hpp"
@@ -43,7 +45,7 @@ __global__ void __launch_bounds__(BX* BY)
   Vec* tile = reinterpret_cast<Vec*>(smem_raw);
   Vec* ks = tile + (OH + imin(kh, CU) - 1) * pitch;  // kernel chunk when KCAP == 0
 
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
+  const int tx = threadIdx.x, ty = threadIdx.y;
   const int ox0 = blockIdx.x * BX * W;
   for (int oy0 = blockIdx.y * OH; oy0 < oh; oy0 += gridDim.y * OH) {
     Vec acc[R];
@@ -55,22 +57,24 @@ __global__ void __launch_bounds__(BX* BY)
         const int cv = imin(CV, kw - v0);
         const int rows = OH + cu - 1, cols = BX + cv - 1;
         __syncthreads();  // the previous chunk is consumed
-        stage_tile<4, BX * BY>(tile, rows * cols, tid, [&](int i) {
-          const int a = i / cols, b = i - a * cols;
-          const int gy = oy0 + u0 + a, gx = ox0 + v0 + b;
-          typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
-          if (gy < ih) {
-            const typename T::Store* row = in + gy * in_stride;
-            if (gx < iw) e0 = T::load(row[gx]);
-            if (W == 2 && gx + BX < iw) e1 = T::load(row[gx + BX]);  // lane 1: BX pixels right
+        // Division-free 2-D staging: lanes along a row (coalesced), warps down the rows.
+        for (int a = ty; a < rows; a += BY) {
+          const int gy = oy0 + u0 + a;
+          const typename T::Store* row = in + gy * in_stride;
+#pragma unroll 2
+          for (int b = tx; b < cols; b += BX) {
+            const int gx = ox0 + v0 + b;
+            typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
+            if (gy < ih) {
+              if (gx < iw) e0 = T::load(row[gx]);
+              if (W == 2 && gx + BX < iw) e1 = T::load(row[gx + BX]);  // lane 1: BX pixels on
+            }
+            tile[a * pitch + b] = T::pack(e0, e1);
           }
-          return Staged<Vec>{T::pack(e0, e1), a * pitch + b};
-        });
+        }
         if constexpr (KCAP == 0) {
-          for (int i = tid; i < cu * cv; i += BX * BY) {
-            const int a = i / cv, b = i - a * cv;
-            ks[a * CV + b] = kglob[(u0 + a) * kw + v0 + b];
-          }
+          for (int a = ty; a < cu; a += BY)
+            for (int b = tx; b < cv; b += BX) ks[a * CV + b] = kglob[(u0 + a) * kw + v0 + b];
         }
         __syncthreads();
         const Vec* base = tile + ty * R * pitch + tx;
@@ -136,11 +140,21 @@ class ShmemPlan final : public CudaPlan {
   std::size_t smem_ = 0;
 };
 
+// Where the coefficients live: "shared" (default: staged per chunk, read as shared-memory
+// broadcasts) or "constant" (launch parameters, up to 30 KB). On the H100 the constant path
+// stalled on constant-cache misses (Nsight Compute, 2026-11-22); both are kept so the benchmark
+// can time them side by side (TENSORCONV_NAIVE_SHMEM_COEFS=constant).
+bool coefficients_in_constant_memory() {
+  const char* e = std::getenv("TENSORCONV_NAIVE_SHMEM_COEFS");
+  return e && std::strcmp(e, "constant") == 0;
+}
+
 template <Precision P>
 std::unique_ptr<Plan> make_shmem(const PlanRequest& r) {
   using Vec = typename Prec<P>::Vec;
   constexpr int small = kSmallCapBytes / sizeof(Vec), large = kLargeCapBytes / sizeof(Vec);
   const std::int64_t n = r.kh * r.kw;
+  if (!coefficients_in_constant_memory()) return std::make_unique<ShmemPlan<P, 0>>(r);
   if (n <= small) return std::make_unique<ShmemPlan<P, small>>(r);
   if (n <= large) return std::make_unique<ShmemPlan<P, large>>(r);
   return std::make_unique<ShmemPlan<P, 0>>(r);

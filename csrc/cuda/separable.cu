@@ -5,8 +5,9 @@
 // exact row decomposition K = sum_u e_u K[u,:] (r = min(kh, kw) passes), so any kernel is exact.
 //
 // Row pass: T[t, x] = sum_v b[v] in[t, x + v]; column pass: out[y, x] (+)= sum_u a[u] T[y + u, x].
-// T is a ring of rows processed in bands, so it stays small enough to live in L2 between the two
-// passes. T and the running sum over the r terms are held in the precision's compute type.
+// T (and the running sum over the r terms) is held in the precision's compute type. T is a ring
+// of rows processed in bands when it would pass 1 GiB (TENSORCONV_SEPARABLE_BAND_MB sets the
+// size: bands small enough to keep T in L2 were measured slower on the H100, 2026-11-22).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -54,16 +55,23 @@ __global__ void __launch_bounds__(BX* BY)
     for (int v0 = 0; v0 < kw; v0 += CT) {
       const int cv = imin(CT, kw - v0), arows = OX + cv - 1;
       __syncthreads();
-      stage_tile<4, BX * BY>(tile, arows * BX, tid, [&](int i) {
-        const int b_ = i / arows, a = i - b_ * arows;  // a (x) fastest: coalesced global reads
-        const int x = x0 + v0 + a, t = tb + b_;
-        typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
-        if (x < iw) {
-          if (t < t1) e0 = T::load(in[t * in_stride + x]);
-          if (W == 2 && t + BX < t1) e1 = T::load(in[(t + BX) * in_stride + x]);
+      // Division-free staging: lanes along x (coalesced reads; the odd pitch keeps the
+      // transposed shared stores conflict-free), warps over the block's rows.
+      for (int r_ = ty; r_ < BX; r_ += BY) {
+        const int t = tb + r_;
+        const typename T::Store* row0 = in + t * in_stride;
+        const typename T::Store* row1 = in + (t + BX) * in_stride;
+#pragma unroll 2
+        for (int a = tx; a < arows; a += BX) {
+          const int x = x0 + v0 + a;
+          typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
+          if (x < iw) {
+            if (t < t1) e0 = T::load(row0[x]);
+            if (W == 2 && t + BX < t1) e1 = T::load(row1[x]);
+          }
+          tile[a * PITCH_T + r_] = T::pack(e0, e1);
         }
-        return Staged<Vec>{T::pack(e0, e1), a * PITCH_T + b_};
-      });
+      }
       for (int i = tid; i < cv; i += BX * BY) sb[i] = b[v0 + i];
       __syncthreads();
       slide_column<T, R>(acc, tile + ty * R * PITCH_T + tx, PITCH_T, cv,
@@ -73,12 +81,14 @@ __global__ void __launch_bounds__(BX* BY)
 #pragma unroll
     for (int r = 0; r < R; ++r) tile[(ty * R + r) * PITCH_T + tx] = acc[r];
     __syncthreads();
-    for (int i = tid; i < OX * TR; i += BX * BY) {
-      const int tl = i / OX, xl = i - tl * OX;
-      const int t = tb + tl, x = x0 + xl;
-      if (t < t1 && x < ow)
-        ring[static_cast<std::int64_t>(t % ring_rows) * ow + x] =
-            T::lane(tile[xl * PITCH_T + (tl % BX)], tl / BX);
+    for (int tl = ty; tl < TR; tl += BY) {
+      const int t = tb + tl;
+      if (t >= t1) break;
+      typename T::Elem* dst = ring + static_cast<std::int64_t>(t % ring_rows) * ow;
+      for (int xl = tx; xl < OX; xl += BX) {
+        const int x = x0 + xl;
+        if (x < ow) dst[x] = T::lane(tile[xl * PITCH_T + (tl % BX)], tl / BX);
+      }
     }
   }
 }
@@ -107,17 +117,16 @@ __global__ void __launch_bounds__(BX* BY)
     for (int u0 = 0; u0 < kh; u0 += CT) {
       const int cu = imin(CT, kh - u0), rows = OH + cu - 1;
       __syncthreads();
-      stage_tile<4, BX * BY>(tile, rows * BX, tid, [&](int i) {
-        const int r_ = i / BX, c = i - r_ * BX;
-        const int t = yb + u0 + r_, x = xb + c;
+      for (int r_ = ty; r_ < rows; r_ += BY) {
+        const int t = yb + u0 + r_, x = xb + tx;
         typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
         if (t < t_end) {
           const typename T::Elem* row = ring + static_cast<std::int64_t>(t % ring_rows) * ow;
           if (x < ow) e0 = T::round(row[x]);
           if (W == 2 && x + BX < ow) e1 = T::round(row[x + BX]);
         }
-        return Staged<Vec>{T::pack(e0, e1), i};
-      });
+        tile[r_ * BX + tx] = T::pack(e0, e1);
+      }
       for (int i = tid; i < cu; i += BX * BY) sa[i] = a[u0 + i];
       __syncthreads();
       slide_column<T, R>(acc, tile + ty * R * BX + tx, BX, cu, [&](int u) { return sa[u]; });
@@ -269,7 +278,7 @@ std::int64_t band_bytes() {
     const long mb = std::strtol(e, nullptr, 10);
     if (mb > 0) return static_cast<std::int64_t>(mb) << 20;
   }
-  return std::int64_t(16) << 20;
+  return std::int64_t(1) << 30;  // one band unless T passes 1 GiB: bands were measured slower
 }
 
 template <Precision P>
