@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The GPU core's checks on a lent GPU machine, in one go (see /work/notes/device.md):
 #   bash benchmarks/run_gpu_core_device.sh "tests sanitize bench"   (from the repo root copy)
-# Results under $OUT: build.txt, tests.txt, memcheck.txt, racecheck.txt, bench.txt,
-# gpu_core.json, report/accuracy.{json,md}.
+# Results under $OUT: tests.txt, memcheck.txt, racecheck.txt, bench.txt, gpu_core.json,
+# accuracy.txt, report/accuracy.{json,md} (ncu.txt with the ncu phase).
 set -u
 PHASES=${1:-"tests sanitize bench"}
 OUT=${OUT:-/tmp/out}
 [ -e .shared ] || ln -sfn ../../.shared .shared
 t0=$(date +%s)
-source .shared/tools/device-setup.sh > "$OUT/build.txt" 2>&1 || { tail -40 "$OUT/build.txt"; exit 1; }
-echo "build: $(( $(date +%s) - t0 )) s"; tail -1 "$OUT/build.txt"
+source .shared/tools/device-setup.sh > /tmp/build.txt 2>&1 || { tail -40 /tmp/build.txt; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s"; tail -1 /tmp/build.txt  # ($OUT returns at most 8 files)
 export TENSORCONV_REPORT_DIR=$OUT/report TENSORCONV_CACHE=/tmp/tc-cache PYTHONUNBUFFERED=1
 # TIFF -> FITS once, outside pytest (the machine's newer NumPy makes tifffile warn, and the
 # tests treat warnings as errors); the tests then read the FITS files.
