@@ -36,6 +36,9 @@ TORCH_STORAGE = {"fp16": torch.float16, "fp16fp32": torch.float16, "bf16": torch
 STORAGE = {"fp16": "float16", "fp16fp32": "float16", "bf16": "float32", "tf32": "float32",
            "fp32": "float32", "fp64": "float64"}
 L2_BYTES = 50 << 20
+# Non-default forms timed beside the defaults (rows carry "variant").
+VARIANT_ENV = {"coefs=constant": ("TENSORCONV_NAIVE_SHMEM_COEFS", "constant"),
+               "two_pass": ("TENSORCONV_SEPARABLE_FUSED", "0")}
 
 
 def gaussian(k):
@@ -147,13 +150,16 @@ def main(argv=None):
                     kinds = [("random", "")] + ([("gaussian", "")] if m.name == "separable"
                                                 else [])
                     if m.name == "naive_shmem" and prec in ("fp16", "fp32", "fp64"):
-                        kinds.append(("random", "constant"))  # coefficients in constant memory
+                        kinds.append(("random", "coefs=constant"))
+                    if m.name == "separable" and prec in ("fp32", "fp64"):
+                        kinds.append(("gaussian", "two_pass"))
                     for kind, variant in kinds:
                         if out_of_time():
                             skipped += 1
                             continue
-                        if variant:
-                            os.environ["TENSORCONV_NAIVE_SHMEM_COEFS"] = variant
+                        env = VARIANT_ENV.get(variant)
+                        if env:
+                            os.environ[env[0]] = env[1]
                         try:
                             p = tc.plan(kernels[kind], (size, size), mode="valid",
                                         method=m.name, precision=prec)
@@ -161,7 +167,8 @@ def main(argv=None):
                             print(f"plan {m.name} {prec} k={k}: {e}", flush=True)
                             continue
                         finally:
-                            os.environ.pop("TENSORCONV_NAIVE_SHMEM_COEFS", None)
+                            if env:
+                                del os.environ[env[0]]
                         dt = TORCH_STORAGE[prec]
                         nbytes = size * size * torch.finfo(dt).bits // 8
                         n_in = max(1, min(8, -(-2 * L2_BYTES // max(nbytes, 1))))
@@ -181,7 +188,7 @@ def main(argv=None):
                                "extra_bytes": p.workspace_bytes,
                                "mape_pct": mape_gpu(out, refs[kind])}
                         if variant:
-                            row["variant"] = f"coefs={variant}"
+                            row["variant"] = variant
                         rows.append(row)
                         print(json.dumps(row), flush=True)
                         if not args.no_e2e and not variant:
@@ -248,6 +255,7 @@ def main(argv=None):
 def band_sweep(rows, mbs):
     """separable's ring band size (TENSORCONV_SEPARABLE_BAND_MB, read at plan time), Gaussian
     fp32 at 4096^2: the data behind the default."""
+    os.environ["TENSORCONV_SEPARABLE_FUSED"] = "0"  # bands belong to the two-pass form
     _, img = load_image(4096)
     x = img.float().contiguous()
     stream = torch.cuda.current_stream().cuda_stream
@@ -266,6 +274,7 @@ def band_sweep(rows, mbs):
                          "median_ms": round(ms, 5), "runs": 20, "band_mb": int(mb),
                          "extra_bytes": p.workspace_bytes})
             print(json.dumps(rows[-1]), flush=True)
+    del os.environ["TENSORCONV_SEPARABLE_FUSED"]
 
 
 def summarize(meta):
@@ -293,7 +302,7 @@ def summarize(meta):
     for r in meta["rows"]:
         if r["timing"] == "kernel" and r["image"][0] == 4096 and "band_mb" not in r:
             key = (r["impl"] + ("/g" if r.get("kernel_kind") == "gaussian" else "")
-                   + ("/const" if "variant" in r else ""), r["precision"])
+                   + (f"/{r['variant']}" if "variant" in r else ""), r["precision"])
             table.setdefault(key, {})[r["kernel"][0]] = r["median_ms"]
     for (impl, prec), ks in sorted(table.items()):
         print(f"{impl:22s} {prec:9s} " + " ".join(f"{ks.get(k, float('nan')):9.4f}" for k in KS))

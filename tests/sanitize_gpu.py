@@ -47,14 +47,22 @@ def main():
             ok &= check("naive_shmem", p, rng.standard_normal((110, 95)),
                         rng.standard_normal(kshape))
     del os.environ["TENSORCONV_NAIVE_SHMEM_COEFS"]
-    # separable: rank 1 (one pass) over several bands of the ring, then r > 1 passes with a
-    # separate running sum (fp16fp32); fft: the direct (fast size) path.
+    # separable fused: a long segment (the walk shifts its T rows), rank 1 and r > 1 with a
+    # separate running sum (fp16fp32).
     g = np.exp(-0.5 * ((np.arange(7) - 3) / 1.5) ** 2)
+    os.environ["TENSORCONV_SEPARABLE_SEGMENT"] = "200"
+    for p in ("fp32", "fp16fp32", "fp64"):
+        ok &= check("separable", p, rng.standard_normal((400, 130)), np.outer(g, g))
+        ok &= check("separable", p, rng.standard_normal((400, 130)), rng.standard_normal((9, 64)))
+    del os.environ["TENSORCONV_SEPARABLE_SEGMENT"]
+    # separable two-pass: rank 1 over several bands of the ring, then r > 1 passes with a
+    # separate running sum (fp16fp32); fft: the direct (fast size) path.
+    os.environ["TENSORCONV_SEPARABLE_FUSED"] = "0"
     os.environ["TENSORCONV_SEPARABLE_BAND_MB"] = "1"
     ok &= check("separable", "fp32", rng.standard_normal((700, 600)), np.outer(g, g))
     ok &= check("separable", "fp16fp32", rng.standard_normal((300, 600)),
                 rng.standard_normal((3, 4)))
-    del os.environ["TENSORCONV_SEPARABLE_BAND_MB"]
+    del os.environ["TENSORCONV_SEPARABLE_BAND_MB"], os.environ["TENSORCONV_SEPARABLE_FUSED"]
     ok &= check("fft", "fp32", rng.standard_normal((64, 60)), rng.standard_normal((3, 3)))
     ok &= check("fft", "fp64", rng.standard_normal((48, 50)), rng.standard_normal((3, 3)))
     print("ALL OK" if ok else "SOME FAILED")

@@ -5,6 +5,8 @@
 // exact row decomposition K = sum_u e_u K[u,:] (r = min(kh, kw) passes), so any kernel is exact.
 //
 // Row pass: T[t, x] = sum_v b[v] in[t, x + v]; column pass: out[y, x] (+)= sum_u a[u] T[y + u, x].
+// For kh, kw <= 64 and scalar precisions both run fused in one kernel with T in shared memory;
+// fp16 (half2 lanes) and larger kernels use a row-pass kernel and a column-pass kernel.
 // T (and the running sum over the r terms) is held in the precision's compute type. T is a ring
 // of rows processed in bands when it would pass 1 GiB (TENSORCONV_SEPARABLE_BAND_MB sets the
 // size: bands small enough to keep T in L2 were measured slower on the H100, 2026-11-22).
@@ -93,6 +95,19 @@ __global__ void __launch_bounds__(BX* BY)
   }
 }
 
+// One result of term q: added to the running sum of the earlier terms (unless FIRST), written
+// in the storage type to `out` (LAST) or back to the running sum.
+template <Precision P, bool FIRST, bool LAST>
+__device__ __forceinline__ void emit(typename Prec<P>::Elem v, int y, int x,
+                                     typename Prec<P>::Elem* sum, std::int64_t sum_stride,
+                                     typename Prec<P>::Store* out, std::int64_t out_stride) {
+  if (!FIRST) v = Prec<P>::add_elem(v, sum[y * sum_stride + x]);
+  if (LAST)
+    __stcs(out + y * out_stride + x, Prec<P>::store(v));  // streamed: not read again here
+  else
+    sum[y * sum_stride + x] = v;
+}
+
 // ---- column pass ---------------------------------------------------------------------------
 // Lanes map to columns (W per lane: x and x + BX), threadIdx.y to groups of R output rows.
 // FIRST: no running sum to add; LAST: write the storage type to `out`, else the running sum.
@@ -139,12 +154,95 @@ __global__ void __launch_bounds__(BX* BY)
       for (int l = 0; l < W; ++l) {
         const int x = xb + tx + l * BX;
         if (x >= ow) continue;
-        typename T::Elem v = T::lane(acc[r], l);
-        if (!FIRST) v = T::add_elem(v, sum[y * sum_stride + x]);
-        if (LAST)
-          __stcs(out + y * out_stride + x, T::store(v));  // streamed: not read again here
-        else
-          sum[y * sum_stride + x] = v;
+        emit<P, FIRST, LAST>(T::lane(acc[r], l), y, x, sum, sum_stride, out, out_stride);
+      }
+    }
+  }
+}
+
+// ---- fused pass (scalar precisions, kh and kw <= 64) -----------------------------------------
+// One block walks down a strip of FW = 64 columns over SEG output rows. Row-filtered rows T live
+// only in shared memory (FOH + kh - 1 of them); each step filters FOH new rows, column-filters
+// FOH output rows, and shifts the kh - 1 rows the next step still needs. Input is read once
+// (plus the apron), output written once: no T round trip through HBM and no second launch.
+constexpr int FW = 2 * BX, FR = 8, FOH = BY * FR, FMAX = 64;
+constexpr int PITCH_F = FW + 1;  // odd: the row pass stores T down a column conflict-free
+
+template <Precision P>
+std::size_t fused_smem(int kh, int kw) {
+  using Vec = typename Prec<P>::Vec;
+  return (2 * FMAX + (FW + kw - 1) * PITCH_T + (FOH + kh - 1) * PITCH_F) * sizeof(Vec);
+}
+
+template <Precision P, bool FIRST, bool LAST>
+__global__ void __launch_bounds__(BX* BY)
+    fused_pass(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
+               int iw, int oh, int ow, int seg, typename Prec<P>::Elem* sum,
+               std::int64_t sum_stride, typename Prec<P>::Store* out, std::int64_t out_stride,
+               const typename Prec<P>::Vec* __restrict__ a, int kh,
+               const typename Prec<P>::Vec* __restrict__ b, int kw) {
+  using T = Prec<P>;
+  using Vec = typename T::Vec;
+  static_assert(T::W == 1, "fused_pass is for scalar precisions");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  Vec* sa = reinterpret_cast<Vec*>(smem_raw);
+  Vec* sb = sa + FMAX;
+  Vec* sin = sb + FMAX;                      // (FW + kw - 1) x-positions x BX rows (transposed)
+  Vec* st = sin + (FW + kw - 1) * PITCH_T;   // (FOH + kh - 1) T rows x FW columns
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int xb = blockIdx.x * FW, ys = blockIdx.y * seg;
+  const int y_end = min(oh, ys + seg), xa_n = FW + kw - 1;
+  for (int i = ty * BX + tx; i < FMAX; i += BX * BY) {
+    if (i < kh) sa[i] = a[i];
+    if (i < kw) sb[i] = b[i];
+  }
+  // Row-filter image rows t0 .. t0 + n - 1 into T rows d .. d + n - 1, 32 rows (lanes) at a time.
+  auto row_filter = [&](int t0, int n, int d) {
+    for (int g = 0; g < n; g += BX) {
+      __syncthreads();  // sin is free
+      for (int r = ty; r < BX; r += BY) {
+        const int t = t0 + g + r;
+        const typename T::Store* row = in + static_cast<std::int64_t>(t) * in_stride;
+#pragma unroll 2
+        for (int xa = tx; xa < xa_n; xa += BX) {
+          const int x = xb + xa;
+          sin[xa * PITCH_T + r] = (t < ih && x < iw) ? T::load(row[x]) : T::zero_elem();
+        }
+      }
+      __syncthreads();
+      Vec acc[FR];
+#pragma unroll
+      for (int j = 0; j < FR; ++j) acc[j] = T::zero();
+      slide_column<T, FR>(acc, sin + ty * FR * PITCH_T + tx, PITCH_T, kw,
+                          [&](int v) { return sb[v]; });
+      if (g + tx < n) {
+        Vec* dst = st + (d + g + tx) * PITCH_F + ty * FR;
+#pragma unroll
+        for (int j = 0; j < FR; ++j) dst[j] = T::round(acc[j]);  // column-pass operand
+      }
+    }
+  };
+  row_filter(ys, FOH + kh - 1, 0);
+  for (int y = ys; y < y_end; y += FOH) {
+    if (y > ys) {
+      __syncthreads();  // the previous column pass is done with st
+      for (int i = ty; i < kh - 1; i += BY)  // keep the last kh - 1 rows (FOH >= kh - 1)
+        for (int c = tx; c < FW; c += BX) st[i * PITCH_F + c] = st[(i + FOH) * PITCH_F + c];
+      row_filter(y + kh - 1, FOH, kh - 1);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int l = 0; l < 2; ++l) {
+      Vec acc[FR];
+#pragma unroll
+      for (int j = 0; j < FR; ++j) acc[j] = T::zero();
+      slide_column<T, FR>(acc, st + ty * FR * PITCH_F + tx + l * BX, PITCH_F, kh,
+                          [&](int u) { return sa[u]; });
+      const int x = xb + tx + l * BX;
+#pragma unroll
+      for (int j = 0; j < FR; ++j) {
+        const int yy = y + ty * FR + j;
+        if (yy < y_end && x < ow) emit<P, FIRST, LAST>(acc[j], yy, x, sum, sum_stride, out, out_stride);
       }
     }
   }
@@ -295,18 +393,57 @@ class SeparablePlan final : public CudaPlan {
     upload_coefficients<P>(t.a.data(), static_cast<std::int64_t>(t.a.size()), a_);
     upload_coefficients<P>(t.b.data(), static_cast<std::int64_t>(t.b.size()), b_);
     const std::int64_t oh = out_rows(), ow = out_cols();
+    if (r_ > 1 && !kSumInOut) sum_.reset(oh * ow * sizeof(Elem));
+    if constexpr (T::W == 1) {
+      if (use_fused(r.kh, r.kw)) {
+        setup_fused();
+        return;
+      }
+    }
     constexpr int OH = BY * rows_per_thread<P>();
     std::int64_t rows = band_bytes() / (ow * static_cast<std::int64_t>(sizeof(Elem)));
     band_ = std::max<std::int64_t>(OH, rows / OH * OH);
     if (band_ >= oh) band_ = oh;
     ring_rows_ = std::min<std::int64_t>(ih_, band_ + kh_ - 1);
     ring_.reset(ring_rows_ * ow * sizeof(Elem));
-    if (r_ > 1 && !kSumInOut) sum_.reset(oh * ow * sizeof(Elem));
   }
   std::size_t workspace_bytes() const override {
     return ring_.bytes() + sum_.bytes() + a_.bytes() + b_.bytes();
   }
   int rank() const { return r_; }
+
+ private:
+  // The fused pass (default for scalar precisions with kh, kw <= 64; TENSORCONV_SEPARABLE_FUSED=0
+  // selects the two-pass form, kept for fp16's half2 lanes and larger kernels).
+  static bool use_fused(std::int64_t kh, std::int64_t kw) {
+    const char* e = std::getenv("TENSORCONV_SEPARABLE_FUSED");
+    return kh <= FMAX && kw <= FMAX && !(e && e[0] == '0');
+  }
+
+  void setup_fused() {
+    fused_ = true;
+    smem_ = fused_smem<P>(static_cast<int>(kh_), static_cast<int>(kw_));
+    int per_sm = 0;
+    auto prepare = [&](auto kern) {
+      TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem_)));
+      TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, BX * BY, smem_));
+    };
+    prepare(fused_pass<P, true, true>);
+    prepare(fused_pass<P, true, false>);
+    prepare(fused_pass<P, false, true>);
+    prepare(fused_pass<P, false, false>);
+    if (per_sm < 1) throw DeviceError("separable: the fused pass does not fit on this device");
+    // One wave of blocks: strips of FW columns x segments of `seg_` rows (each segment
+    // recomputes kh - 1 rows of T, so segments are as long as the wave allows).
+    const std::int64_t strips = (out_cols() + FW - 1) / FW;
+    const std::int64_t slots = static_cast<std::int64_t>(per_sm) * sm_count();
+    const std::int64_t splits = std::max<std::int64_t>(1, (slots + strips - 1) / strips);
+    std::int64_t seg = (out_rows() + splits - 1) / splits;
+    if (const char* e = std::getenv("TENSORCONV_SEPARABLE_SEGMENT"))  // tests: longer walks
+      seg = std::max<std::int64_t>(seg, std::strtol(e, nullptr, 10));
+    seg_ = std::max<std::int64_t>(FOH, (seg + FOH - 1) / FOH * FOH);
+  }
 
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
@@ -316,6 +453,30 @@ class SeparablePlan final : public CudaPlan {
     const int ring_rows = static_cast<int>(ring_rows_);
     Elem* sum = kSumInOut ? reinterpret_cast<Elem*>(out.data) : sum_.get<Elem>();
     const std::int64_t sum_stride = kSumInOut ? out.row_stride : ow;
+    if constexpr (T::W == 1) {
+      if (fused_) {
+        const int seg = static_cast<int>(
+            std::max<std::int64_t>(seg_, (ceil_div(oh, 65535) + FOH - 1) / FOH * FOH));
+        const dim3 grid(ceil_div(ow, FW), ceil_div(oh, seg));
+        for (int q = 0; q < r_; ++q) {
+          const Vec* a = a_.get<Vec>() + static_cast<std::size_t>(q) * kh;
+          const Vec* b = b_.get<Vec>() + static_cast<std::size_t>(q) * kw;
+          auto launch = [&](auto kern) {
+            kern<<<grid, dim3(BX, BY), smem_, stream>>>(
+                in.ptr<typename T::Store>(), in.row_stride, static_cast<int>(in.rows),
+                static_cast<int>(in.cols), oh, ow, seg, sum, sum_stride,
+                out.ptr<typename T::Store>(), out.row_stride, a, kh, b, kw);
+            TC_CUDA_LAUNCH_CHECK();
+          };
+          const bool first = q == 0, last = q == r_ - 1;
+          if (first && last) launch(fused_pass<P, true, true>);
+          else if (first) launch(fused_pass<P, true, false>);
+          else if (last) launch(fused_pass<P, false, true>);
+          else launch(fused_pass<P, false, false>);
+        }
+        return;
+      }
+    }
     const std::size_t row_smem = (CT + (BY * R + std::min(CT, kw) - 1) * PITCH_T) * sizeof(Vec);
     const std::size_t col_smem = (CT + (BY * R + std::min(CT, kh) - 1) * BX) * sizeof(Vec);
     const dim3 block(BX, BY);
@@ -350,7 +511,9 @@ class SeparablePlan final : public CudaPlan {
 
  private:
   int r_ = 0;
-  std::int64_t band_ = 0, ring_rows_ = 0;
+  bool fused_ = false;
+  std::size_t smem_ = 0;
+  std::int64_t seg_ = 0, band_ = 0, ring_rows_ = 0;
   DeviceBuffer a_, b_, ring_, sum_;
 };
 
