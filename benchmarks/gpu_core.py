@@ -87,7 +87,10 @@ def fft_reference(img64, kernel64):
 
 
 def mape_gpu(out, ref):
+    """MAPE in percent (paper eq. 20); None when the output is not finite (strict JSON)."""
     p = out.double()
+    if not torch.isfinite(p).all():
+        return None
     nz = ref != 0
     rel = torch.zeros_like(ref)
     rel[nz] = (p[nz] - ref[nz]).abs() / ref[nz].abs()
