@@ -24,6 +24,22 @@ const std::vector<MethodInfo>& registry() {
        "CPU 8-bit integer filtering (Kelefouras 2022, AVX2 maddubs; portable fallback), "
        "OpenCV filter2D semantics",
        "filter2d_u8", &simd_u8_note},
+      {"naive", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
+       TC_CUDA_FACTORY(make_naive_plan),
+       "CUDA, one thread per output pixel (two in a half2 for fp16), image and kernel from global "
+       "memory (im2tensor paper's \"naive\")"},
+      {"naive_shmem", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64},
+       60, TC_CUDA_FACTORY(make_naive_shmem_plan),
+       "CUDA, image tile + apron and kernel chunks in shared memory (constant memory optional), "
+       "register sliding window; any kernel size (im2tensor paper's \"naive + shmem\")"},
+      {"separable", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
+       TC_CUDA_FACTORY(make_separable_plan),
+       "CUDA row + column passes in shared memory (Podlozhnyuk); rank-r kernels as r passes "
+       "(SVD rank with a precision-aware tolerance), exact for any kernel"},
+      {"fft", Device::cuda, {P::fp16, P::fp16fp32, P::fp32, P::fp64}, 60,
+       TC_CUDA_FACTORY(make_fft_plan),
+       "cuFFT R2C/C2R product of spectra, fast transform sizes, kernel spectrum once per plan; "
+       "fp16 via cufftXt half (power-of-two sizes), fp16fp32 transforms in fp32"},
   };
   return table;
 }
