@@ -189,7 +189,8 @@ def summarize(doc):
     print("min / median speedup over sizes (filter2d* vs cv2.filter2D, gaussian vs GaussianBlur)")
     for (case, k), v in sorted(speedups(doc).items()):
         s = np.array([x[1] for x in v])
-        print(f"  {case:10s} k={k}: min {s.min():.2f}x  median {np.median(s):.2f}x  max {s.max():.2f}x")
+        print(f"  {case:10s} k={k}: min {s.min():.2f}x  median {np.median(s):.2f}x  "
+              f"max {s.max():.2f}x")
 
 
 def plot(doc, path: Path):

@@ -72,7 +72,8 @@ PYBIND11_MODULE(_core, m) {
          py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> kernel,
          std::int64_t divisor, const std::string& border, int ay, int ax,
          const std::string& algorithm, int threads) {
-        if (image.ndim() != 2 || kernel.ndim() != 2) throw ValueError("image and kernel must be 2-D");
+        if (image.ndim() != 2 || kernel.ndim() != 2)
+          throw ValueError("image and kernel must be 2-D");
         const std::int64_t h = image.shape(0), w = image.shape(1);
         py::array_t<std::uint8_t> out({h, w});
         const u8::Border b = u8::parse_border(border);

@@ -5,12 +5,12 @@
 // out by the work-sharing pool (parallel.hpp).
 #include "direct_avx2.hpp"
 
-#include "parallel.hpp"
-
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
+
+#include "parallel.hpp"
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
@@ -117,8 +117,10 @@ void run(const T* in, std::int64_t is, T* out, std::int64_t os, std::int64_t oro
   parallel_chunks(pairs + 1, nt, std::max<std::int64_t>(1, pairs / (8 * nt)),
                   [&](std::int64_t b, std::int64_t e) {
                     for (std::int64_t p = b; p < e; ++p) {
-                      if (p < pairs) row_block<T, 2>(in, is, out, os, 2 * p, ocols, k, kh, kw);
-                      else if (orows % 2) row_block<T, 1>(in, is, out, os, orows - 1, ocols, k, kh, kw);
+                      if (p < pairs)
+                        row_block<T, 2>(in, is, out, os, 2 * p, ocols, k, kh, kw);
+                      else if (orows % 2)
+                        row_block<T, 1>(in, is, out, os, orows - 1, ocols, k, kh, kw);
                     }
                   });
 }

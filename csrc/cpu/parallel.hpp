@@ -16,9 +16,10 @@ void parallel_for(std::int64_t n, int threads, std::int64_t chunk, ChunkBody bod
 // Convenience for lambdas: f(begin, end).
 template <class F>
 void parallel_chunks(std::int64_t n, int threads, std::int64_t chunk, F&& f) {
-  parallel_for(n, threads, chunk,
-               [](void* c, std::int64_t b, std::int64_t e) { (*static_cast<F*>(c))(b, e); },
-               static_cast<void*>(&f));
+  parallel_for(
+      n, threads, chunk,
+      [](void* c, std::int64_t b, std::int64_t e) { (*static_cast<F*>(c))(b, e); },
+      static_cast<void*>(&f));
 }
 
 int default_threads();  // hardware threads

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "simd_u8.hpp"
 #include "avx2_common.hpp"
+#include "simd_u8.hpp"
 
 namespace tc {
 namespace u8 {
@@ -33,7 +33,7 @@ struct Alg1Shape {
 
 template <int KH, int KW, int R>
 void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
-    std::int64_t off) {
+                std::int64_t off) {
   using S = Alg1Shape<KW>;
   constexpr int G = S::G, N = S::N;
   const std::uint8_t* tab = bk.tab.data();
@@ -53,9 +53,8 @@ void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
   });
   unroll<R>([&](auto r) {
     __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
-    unroll<G>([&](auto X) {
-      place16<X, S::template mask<X>()>(even, odd, reduce16<G / 2>(acc[r][X]));
-    });
+    unroll<G>(
+        [&](auto X) { place16<X, S::template mask<X>()>(even, odd, reduce16<G / 2>(acc[r][X])); });
     store2<N>(outs[r] + off, pack16(even, odd, bk.ir, bk.div));
   });
 }
@@ -63,30 +62,30 @@ void alg1_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
 template <int KH, int KW>
 struct Build {
   static void run(Block& b, const std::int32_t*& k, int& row_block) {
-  using S = Alg1Shape<KW>;
-  b.tab.assign(static_cast<std::size_t>(32 * S::G * b.kh), 0);
-  for (int u = 0; u < b.kh; ++u)
-    for (int x = 0; x < S::G; ++x) {
-      std::uint8_t* vec = b.tab.data() + 32 * (u * S::G + x);
-      for (int lane = 0; lane < 2; ++lane)
-        for (int p = 0; x + S::G * p <= 16 - KW; ++p)
-          for (int v = 0; v < KW; ++v)
-            vec[16 * lane + x + S::G * p + v] = static_cast<std::uint8_t>(k[u * KW + v]);
+    using S = Alg1Shape<KW>;
+    b.tab.assign(static_cast<std::size_t>(32 * S::G * b.kh), 0);
+    for (int u = 0; u < b.kh; ++u)
+      for (int x = 0; x < S::G; ++x) {
+        std::uint8_t* vec = b.tab.data() + 32 * (u * S::G + x);
+        for (int lane = 0; lane < 2; ++lane)
+          for (int p = 0; x + S::G * p <= 16 - KW; ++p)
+            for (int v = 0; v < KW; ++v)
+              vec[16 * lane + x + S::G * p + v] = static_cast<std::uint8_t>(k[u * KW + v]);
+      }
+    b.outputs = 2 * S::N;
+    b.reads = S::N + 16;
+    b.writes = S::N + 16;
+    b.fn1 = &repeat<&alg1_block<KH, KW, 1>>;
+    if (row_block >= 3) {
+      b.fn = &repeat<&alg1_block<KH, KW, 3>>;
+      b.rows_out = 3;
+    } else if (row_block == 2) {
+      b.fn = &repeat<&alg1_block<KH, KW, 2>>;
+      b.rows_out = 2;
+    } else {
+      b.fn = b.fn1;
+      b.rows_out = 1;
     }
-  b.outputs = 2 * S::N;
-  b.reads = S::N + 16;
-  b.writes = S::N + 16;
-  b.fn1 = &repeat<&alg1_block<KH, KW, 1>>;
-  if (row_block >= 3) {
-    b.fn = &repeat<&alg1_block<KH, KW, 3>>;
-    b.rows_out = 3;
-  } else if (row_block == 2) {
-    b.fn = &repeat<&alg1_block<KH, KW, 2>>;
-    b.rows_out = 2;
-  } else {
-    b.fn = b.fn1;
-    b.rows_out = 1;
-  }
   }
 };
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "simd_u8.hpp"
 #include "avx2_common.hpp"
+#include "simd_u8.hpp"
 
 namespace tc {
 namespace u8 {
@@ -29,7 +29,7 @@ struct Alg2Shape {
 
 template <int KW>
 void alg2_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
-    std::int64_t off) {
+                std::int64_t off) {
   using S = Alg2Shape<KW>;
   constexpr int G = S::G, L = S::L;
   const int kh = bk.kh;
@@ -46,14 +46,14 @@ void alg2_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
 
 template <int KW>
 struct Build {
-  static void run(Block& b, const std::int32_t*& k) { build_grouped<Alg2Shape<KW>, &alg2_block<KW>>(b, k); }
+  static void run(Block& b, const std::int32_t*& k) {
+    build_grouped<Alg2Shape<KW>, &alg2_block<KW>>(b, k);
+  }
 };
 
 }  // namespace
 
-void build_alg2_avx2(Block& b, const std::int32_t* k) {
-  with_kw<Build, 15>(b.kw, b, k);
-}
+void build_alg2_avx2(Block& b, const std::int32_t* k) { with_kw<Build, 15>(b.kw, b, k); }
 
 }  // namespace u8
 }  // namespace tc

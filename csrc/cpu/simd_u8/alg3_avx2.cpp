@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "simd_u8.hpp"
 #include "avx2_common.hpp"
+#include "simd_u8.hpp"
 
 namespace tc {
 namespace u8 {
@@ -27,7 +27,7 @@ struct Alg3Shape {
 
 template <int KW>
 void alg3_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
-    std::int64_t off) {
+                std::int64_t off) {
   using S = Alg3Shape<KW>;
   constexpr int G = S::G, L = S::L;
   const int kh = bk.kh;
@@ -41,8 +41,10 @@ void alg3_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
       acc = _mm256_add_epi32(acc, _mm256_madd_epi16(m16, ones));
     }
     const __m256i m = shl<4 * (X / 4)>(reduce32<G / 4>(acc));
-    if constexpr (X < 4) plane[X] = m;
-    else plane[X % 4] = _mm256_blend_epi32(plane[X % 4], m, S::template mask<X>());
+    if constexpr (X < 4)
+      plane[X] = m;
+    else
+      plane[X % 4] = _mm256_blend_epi32(plane[X % 4], m, S::template mask<X>());
   });
   __m256i out = finish32(plane[0], bk.div);
   out = _mm256_or_si256(out, _mm256_slli_epi32(finish32(plane[1], bk.div), 8));
@@ -53,14 +55,14 @@ void alg3_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
 
 template <int KW>
 struct Build {
-  static void run(Block& b, const std::int32_t*& k) { build_grouped<Alg3Shape<KW>, &alg3_block<KW>>(b, k); }
+  static void run(Block& b, const std::int32_t*& k) {
+    build_grouped<Alg3Shape<KW>, &alg3_block<KW>>(b, k);
+  }
 };
 
 }  // namespace
 
-void build_alg3_avx2(Block& b, const std::int32_t* k) {
-  with_kw<Build, 15>(b.kw, b, k);
-}
+void build_alg3_avx2(Block& b, const std::int32_t* k) { with_kw<Build, 15>(b.kw, b, k); }
 
 }  // namespace u8
 }  // namespace tc

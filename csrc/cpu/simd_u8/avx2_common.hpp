@@ -1,7 +1,7 @@
 // AVX2 helpers shared by the simd_u8 algorithm files. Include it after every other header: it
 // opens the AVX2 target region (the package itself targets baseline x86-64; these files run only
-// after the CPU check), so std:: code from earlier headers stays baseline. All helpers are static: each
-// translation unit gets its own AVX2 copy and nothing AVX2 leaks into shared inline symbols.
+// after the CPU check), so std:: code from earlier headers stays baseline. All helpers are static:
+// each translation unit gets its own AVX2 copy and nothing AVX2 leaks into shared inline symbols.
 #pragma once
 #include <immintrin.h>
 
@@ -62,9 +62,12 @@ inline void store2(std::uint8_t* p, __m256i v) {
 // partial sums of 1, 2, 4, 8 slots, combined by the binary digits of S.
 template <int Bytes>
 inline __m256i shr(__m256i v) {
-  if constexpr (Bytes == 0) return v;
-  else if constexpr (Bytes >= 16) return _mm256_setzero_si256();
-  else return _mm256_srli_si256(v, Bytes);
+  if constexpr (Bytes == 0)
+    return v;
+  else if constexpr (Bytes >= 16)
+    return _mm256_setzero_si256();
+  else
+    return _mm256_srli_si256(v, Bytes);
 }
 template <int S, int Unit, class Add>
 inline __m256i reduce_slots(__m256i m, Add add) {
@@ -73,14 +76,22 @@ inline __m256i reduce_slots(__m256i m, Add add) {
   __m256i p2 = S >= 2 ? add(p1, shr<Unit>(p1)) : p1;
   __m256i p4 = S >= 4 ? add(p2, shr<2 * Unit>(p2)) : p2;
   __m256i p8 = S >= 8 ? add(p4, shr<4 * Unit>(p4)) : p4;
-  if constexpr (S == 1) return p1;
-  else if constexpr (S == 2) return p2;
-  else if constexpr (S == 3) return add(p2, shr<2 * Unit>(p1));
-  else if constexpr (S == 4) return p4;
-  else if constexpr (S == 5) return add(p4, shr<4 * Unit>(p1));
-  else if constexpr (S == 6) return add(p4, shr<4 * Unit>(p2));
-  else if constexpr (S == 7) return add(add(p4, shr<4 * Unit>(p2)), shr<6 * Unit>(p1));
-  else return p8;
+  if constexpr (S == 1)
+    return p1;
+  else if constexpr (S == 2)
+    return p2;
+  else if constexpr (S == 3)
+    return add(p2, shr<2 * Unit>(p1));
+  else if constexpr (S == 4)
+    return p4;
+  else if constexpr (S == 5)
+    return add(p4, shr<4 * Unit>(p1));
+  else if constexpr (S == 6)
+    return add(p4, shr<4 * Unit>(p2));
+  else if constexpr (S == 7)
+    return add(add(p4, shr<4 * Unit>(p2)), shr<6 * Unit>(p1));
+  else
+    return p8;
 }
 struct Add16 {
   __m256i operator()(__m256i a, __m256i b) const { return _mm256_add_epi16(a, b); }
@@ -89,9 +100,13 @@ struct Add32 {
   __m256i operator()(__m256i a, __m256i b) const { return _mm256_add_epi32(a, b); }
 };
 template <int S>
-inline __m256i reduce16(__m256i m) { return reduce_slots<S, 2>(m, Add16{}); }
+inline __m256i reduce16(__m256i m) {
+  return reduce_slots<S, 2>(m, Add16{});
+}
 template <int S>
-inline __m256i reduce32(__m256i m) { return reduce_slots<S, 4>(m, Add32{}); }
+inline __m256i reduce32(__m256i m) {
+  return reduce_slots<S, 4>(m, Add32{});
+}
 
 // Algorithm 5: 16-bit vector division of unsigned x (x + 1 must not wrap in case B).
 inline __m256i div16(__m256i x, const Divider& d) {
@@ -126,8 +141,10 @@ inline __m256i finish32(__m256i acc, const Divider& d) {
 
 template <int Bytes>
 inline __m256i shl(__m256i v) {
-  if constexpr (Bytes == 0) return v;
-  else return _mm256_slli_si256(v, Bytes);
+  if constexpr (Bytes == 0)
+    return v;
+  else
+    return _mm256_slli_si256(v, Bytes);
 }
 
 // Algorithms 2 and 3: one vector coefficient per kernel row, the row copied at byte G*p (p < P)
@@ -146,8 +163,10 @@ inline void fill_row_groups(Block& b, const std::int32_t* k, int g, int groups) 
 template <template <int> class Build, int Max, int KW = 1, class... A>
 inline void with_kw(int kw, A&... args) {
   if constexpr (KW <= Max) {
-    if (kw == KW) Build<KW>::run(args...);
-    else with_kw<Build, Max, KW + 1>(kw, args...);
+    if (kw == KW)
+      Build<KW>::run(args...);
+    else
+      with_kw<Build, Max, KW + 1>(kw, args...);
   }
 }
 
@@ -156,8 +175,10 @@ template <template <int, int> class Build, int Max, int KH = 1, int KW = 1, clas
 inline void with_khkw(int kh, int kw, A&... args) {
   if constexpr (KH <= Max) {
     if constexpr (KW <= Max) {
-      if (kh == KH && kw == KW) Build<KH, KW>::run(args...);
-      else with_khkw<Build, Max, KH, KW + 1>(kh, kw, args...);
+      if (kh == KH && kw == KW)
+        Build<KH, KW>::run(args...);
+      else
+        with_khkw<Build, Max, KH, KW + 1>(kh, kw, args...);
     } else {
       with_khkw<Build, Max, KH + 1, 1>(kh, kw, args...);
     }
@@ -178,10 +199,14 @@ void repeat(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* cons
 // slots Mask selects (the first two shifts just initialise the planes).
 template <int X, int Mask>
 inline void place16(__m256i& even, __m256i& odd, __m256i m) {
-  if constexpr (X == 0) even = m;
-  else if constexpr (X == 1) odd = m;
-  else if constexpr (X % 2 == 0) even = _mm256_blend_epi16(even, m, Mask);
-  else odd = _mm256_blend_epi16(odd, m, Mask);
+  if constexpr (X == 0)
+    even = m;
+  else if constexpr (X == 1)
+    odd = m;
+  else if constexpr (X % 2 == 0)
+    even = _mm256_blend_epi16(even, m, Mask);
+  else
+    odd = _mm256_blend_epi16(odd, m, Mask);
 }
 // Divide both planes and interleave them into bytes in output order (one shift, one OR).
 inline __m256i pack16(__m256i even, __m256i odd, IR ir, const Divider& d) {
@@ -203,8 +228,8 @@ inline void build_grouped(Block& b, const std::int32_t* k) {
 // Two 32-bit planes of pixel values (dword i: outputs 2i and 2i + 1 of 16) -> 16 bytes in order.
 inline __m128i pack_even_odd32(__m256i even, __m256i odd) {
   const __m256i both = _mm256_or_si256(even, _mm256_slli_epi32(odd, 8));
-  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
-                                        0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0,
+                                        1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i s = _mm256_shuffle_epi8(both, pick);
   return _mm256_castsi256_si128(_mm256_permute4x64_epi64(s, 0x08));
 }

@@ -28,13 +28,20 @@ Border parse_border(const std::string& name) {
 
 const char* algo_name(Algo a) {
   switch (a) {
-    case Algo::alg1: return "alg1";
-    case Algo::alg2: return "alg2";
-    case Algo::alg3: return "alg3";
-    case Algo::sep: return "sep";
-    case Algo::pairs: return "pairs";
-    case Algo::wide: return "wide";
-    case Algo::portable: return "portable";
+    case Algo::alg1:
+      return "alg1";
+    case Algo::alg2:
+      return "alg2";
+    case Algo::alg3:
+      return "alg3";
+    case Algo::sep:
+      return "sep";
+    case Algo::pairs:
+      return "pairs";
+    case Algo::wide:
+      return "wide";
+    case Algo::portable:
+      return "portable";
   }
   return "?";
 }
@@ -73,7 +80,8 @@ std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t) {
   for (int v = 0; v < s.kw; ++v) {
     std::uint16_t bits = static_cast<std::uint16_t>(t[v]);
     if (s.biased()) bits ^= 0x8000u;
-    const std::int64_t col = s.v_unsigned ? std::int64_t{bits} : std::int64_t{static_cast<std::int16_t>(bits)};
+    const std::int64_t col =
+        s.v_unsigned ? std::int64_t{bits} : std::int64_t{static_cast<std::int16_t>(bits)};
     sum += col * s.b[v];
   }
   return clip_div(sum, s.divisor);
@@ -175,8 +183,8 @@ struct Prepared {
   Separable sep;
 };
 
-Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
-                 const std::string& request, bool avx2) {
+Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const std::string& request,
+                 bool avx2) {
   if (kh < 1 || kw < 1 || kh > kMaxK || kw > kMaxK)
     throw ValueError("kernel shape (" + std::to_string(kh) + ", " + std::to_string(kw) +
                      ") is outside 1..15 in some dimension; simd_u8 supports kernels up to 15x15");
@@ -270,7 +278,9 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
       if (!avx2) fail("it needs the AVX2 path, which is off here (" + path_note() + ")");
       if (req == "alg1") {
         if (kh > 5 || kw > 5)
-          fail("Algorithm 1 is for kernels up to 5x5 (its kh*(kw+1) shifted coefficients outgrow the registers)");
+          fail(
+              "Algorithm 1 is for kernels up to 5x5 (its kh*(kw+1) shifted coefficients outgrow "
+              "the registers)");
         if (!int8) fail(not8);
         if (!pairs1) fail(sat);
         if (!ok16) fail(why16);
@@ -356,7 +366,7 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d,
 // ---------------------------------------------------------------- portable block
 
 void portable_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
-    std::int64_t off) {
+                    std::int64_t off) {
   constexpr int B = 32;
   std::int32_t acc[B] = {};
   for (int u = 0; u < bk.kh; ++u)
@@ -388,7 +398,7 @@ inline std::int64_t map_index(std::int64_t x, std::int64_t n, Border border) {
   return x < n ? x : period - x;
 }
 
-constexpr int kMaxRows = kMaxK + 2;  // kernel rows + register-blocking rows - 1
+constexpr int kMaxRows = kMaxK + 2;       // kernel rows + register-blocking rows - 1
 constexpr double kParallelMinWork = 2e6;  // pixels x taps below which one thread is faster
 constexpr int kStrip = 128;
 
@@ -534,7 +544,8 @@ void filter2d(const std::uint8_t* in, std::int64_t h, std::int64_t w, std::int64
   std::vector<std::uint8_t> zero(static_cast<std::size_t>(w + 64), 0);
   std::vector<std::int32_t> cols(static_cast<std::size_t>(w + 2 * kColPad));
   for (std::int64_t x = -kColPad; x < w + kColPad; ++x)
-    cols[static_cast<std::size_t>(x + kColPad)] = static_cast<std::int32_t>(map_index(x, w, border));
+    cols[static_cast<std::size_t>(x + kColPad)] =
+        static_cast<std::int32_t>(map_index(x, w, border));
   Image im{in, h, w, in_stride, out, out_stride, border, ay, ax, zero.data(), cols.data()};
   // Small images run on the calling thread: waking workers costs more than they save.
   const double work = static_cast<double>(h) * static_cast<double>(w) * kh * kw;

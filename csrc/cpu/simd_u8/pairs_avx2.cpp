@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "simd_u8.hpp"
 #include "avx2_common.hpp"
+#include "simd_u8.hpp"
 
 namespace tc {
 namespace u8 {
@@ -23,7 +23,7 @@ inline __m256i load(const std::uint8_t* p) {
 }
 
 void pairs16_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
-    std::int64_t off) {
+                   std::int64_t off) {
   const int np = (bk.kw + 1) / 2;
   const std::uint8_t* tab = bk.tab.data();
   __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
@@ -50,7 +50,7 @@ inline void widen(__m256i even, __m256i odd, __m256i* plane) {
 }
 
 void pairs32_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
-    std::int64_t off) {
+                   std::int64_t off) {
   // k32: [ngroups, bias, (len, start) per group, (row, offset) per pair]
   const std::int32_t* g32 = bk.k32.data();
   const int ngroups = g32[0];

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "simd_u8.hpp"
 #include "avx2_common.hpp"
+#include "simd_u8.hpp"
 
 namespace tc {
 namespace u8 {
@@ -28,7 +28,8 @@ void vertical_chunk(const Separable& s, const std::uint8_t* const* rows, std::in
   o = _mm256_xor_si256(o, flip);
   const __m256i lo = _mm256_unpacklo_epi16(e, o), hi = _mm256_unpackhi_epi16(e, o);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + x), _mm256_permute2x128_si256(lo, hi, 0x20));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + x + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + x + 16),
+                      _mm256_permute2x128_si256(lo, hi, 0x31));
 }
 
 }  // namespace
@@ -69,7 +70,8 @@ struct Tap {
 
 inline __m256i tap_term(const Tap& tp, const std::int16_t* t) {
   __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + tp.v));
-  if (tp.m >= 0) a = _mm256_add_epi16(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + tp.m)));
+  if (tp.m >= 0)
+    a = _mm256_add_epi16(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + tp.m)));
   if (tp.shift == 0) return a;
   if (tp.shift > 0) return _mm256_sll_epi16(a, _mm_cvtsi32_si128(tp.shift));
   return _mm256_mullo_epi16(a, tp.c);
@@ -105,7 +107,8 @@ void horizontal16_row(const Separable& s, const std::int16_t* t, std::int64_t w,
   };
   std::int64_t x = 0;
   for (; x + 32 <= w; x += 32) chunk(x);
-  if (x < w && w >= 32) chunk(w - 32);
+  if (x < w && w >= 32)
+    chunk(w - 32);
   else
     for (; x < w; ++x) out[x] = sep_scalar_output(s, t + x);
 }
@@ -115,8 +118,11 @@ void horizontal32_chunk(const Separable& s, const std::int16_t* t, const std::in
   __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
   for (int i = 0; i < np; ++i) {
     const __m256i c = _mm256_set1_epi32(pairs[i]);
-    e = _mm256_add_epi32(e, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 2 * i)), c));
-    o = _mm256_add_epi32(o, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 2 * i + 1)), c));
+    e = _mm256_add_epi32(
+        e, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 2 * i)), c));
+    o = _mm256_add_epi32(
+        o,
+        _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 2 * i + 1)), c));
   }
   const __m256i bias = _mm256_set1_epi32(static_cast<int>(s.bias));
   e = finish32(_mm256_add_epi32(e, bias), s.div);
@@ -141,7 +147,8 @@ void sep_horizontal_avx2(const Separable& s, const std::int16_t* t, std::int64_t
   }
   std::int64_t x = 0;
   for (; x + 16 <= w; x += 16) horizontal32_chunk(s, t + x, pairs, np, out + x);
-  if (x < w && w >= 16) horizontal32_chunk(s, t + w - 16, pairs, np, out + w - 16);
+  if (x < w && w >= 16)
+    horizontal32_chunk(s, t + w - 16, pairs, np, out + w - 16);
   else
     for (; x < w; ++x) out[x] = sep_scalar_output(s, t + x);
 }

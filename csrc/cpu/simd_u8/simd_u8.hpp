@@ -38,8 +38,8 @@ struct Block;
 using BlockFn = void (*)(const Block&, const std::uint8_t* const* rows, std::uint8_t* const* outs,
                          std::int64_t n);
 struct Block {
-  BlockFn fn = nullptr;    // rows_out rows at once (register blocking)
-  BlockFn fn1 = nullptr;   // one row (row tails)
+  BlockFn fn = nullptr;   // rows_out rows at once (register blocking)
+  BlockFn fn1 = nullptr;  // one row (row tails)
   int outputs = 0, reads = 0, writes = 0, rows_out = 1;
   int kh = 0, kw = 0;
   IR ir = IR::s16;
@@ -55,10 +55,10 @@ struct Separable {
   int kh = 0, kw = 0;
   std::vector<std::int32_t> a, b;
   bool v_unsigned = false;
-  IR h_ir = IR::s16;  // s16/u16: 16-bit horizontal IRs (mullo); s32: 32-bit (madd)
+  IR h_ir = IR::s16;      // s16/u16: 16-bit horizontal IRs (mullo); s32: 32-bit (madd)
   std::int64_t bias = 0;  // added to 32-bit sums when V was stored biased by -32768
   std::int64_t divisor = 1;
-  Divider div;            // for the horizontal IR width
+  Divider div;  // for the horizontal IR width
   bool biased() const { return v_unsigned && h_ir == IR::s32; }
 };
 // Exact scalar output from column sums t[0 .. kw) as the vertical pass stored them.
@@ -71,11 +71,11 @@ struct Analysis {
   int ir_bits = 32;
   bool ir_unsigned = false;
   char div_case = 'A';
-  bool separable = false;   // the kernel is an outer product of integer vectors
+  bool separable = false;  // the kernel is an outer product of integer vectors
   std::vector<std::int32_t> a, b;
   std::int64_t sum_min = 0, sum_max = 0;  // range of the exact sum over uint8 images
   int row_block = 1;
-  std::string why;          // one line: why this algorithm
+  std::string why;  // one line: why this algorithm
 };
 
 Analysis analyze(const std::int32_t* k, int kh, int kw, std::int64_t divisor,

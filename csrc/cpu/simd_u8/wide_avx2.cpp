@@ -6,15 +6,15 @@
 #include <cstdint>
 #include <vector>
 
-#include "simd_u8.hpp"
 #include "avx2_common.hpp"
+#include "simd_u8.hpp"
 
 namespace tc {
 namespace u8 {
 namespace {
 
 void wide_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
-    std::int64_t off) {
+                std::int64_t off) {
   const int pairs = (bk.kw + 1) / 2;
   const std::int32_t* cp = bk.k32.data();
   __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
@@ -22,8 +22,10 @@ void wide_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* 
     const std::uint8_t* r = rows[u] + off;
     for (int t = 0; t < pairs; ++t) {
       const __m256i c = _mm256_set1_epi32(cp[u * pairs + t]);
-      const __m256i pe = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 2 * t)));
-      const __m256i po = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 2 * t + 1)));
+      const __m256i pe =
+          _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 2 * t)));
+      const __m256i po =
+          _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 2 * t + 1)));
       even = _mm256_add_epi32(even, _mm256_madd_epi16(pe, c));
       odd = _mm256_add_epi32(odd, _mm256_madd_epi16(po, c));
     }
