@@ -44,10 +44,15 @@ def _check_kernel(kernel) -> np.ndarray:
     if kernel.shape[0] > _MAX_K or kernel.shape[1] > _MAX_K:
         raise ValueError(f"kernel shape {kernel.shape} exceeds {_MAX_K}x{_MAX_K}, the largest "
                          "simd_u8 supports")
+    if kernel.dtype.itemsize > 2 or kernel.dtype == np.uint16:  # int8/uint8/int16 always fit
+        _check_range(kernel)
+    return np.ascontiguousarray(kernel, dtype=np.int32)
+
+
+def _check_range(kernel) -> None:
     if kernel.min() < -32768 or kernel.max() > 32767:
         raise ValueError("kernel values must fit 16 bits (-32768..32767); got "
                          f"[{kernel.min()}, {kernel.max()}]")
-    return np.ascontiguousarray(kernel, dtype=np.int32)
 
 
 def _check_divisor(divisor) -> int:

@@ -498,12 +498,17 @@ void run_separable(const Separable& s, const Image& im, int threads) {
   const std::int64_t w = im.w, tlen = w + s.kw + 16;
   const std::int16_t zero_col = static_cast<std::int16_t>(s.biased() ? 0x8000 : 0);
   const int nt = thread_count(threads);
-  parallel_chunks(im.h, nt, chunk_of(im.h, nt), [&](std::int64_t b, std::int64_t e) {
-    std::vector<std::int16_t> t(static_cast<std::size_t>(tlen), 0);  // Algorithm 7's temp row
+  const std::int64_t chunk = chunk_of(im.h, nt);
+  // Algorithm 7's temporary row, one per chunk, allocated here so a failure raises MemoryError
+  // in the caller rather than terminating a worker thread.
+  const std::int64_t nchunks = (im.h + chunk - 1) / chunk;
+  std::vector<std::int16_t> temps(static_cast<std::size_t>(nchunks * tlen), 0);
+  parallel_chunks(im.h, nt, chunk, [&](std::int64_t b, std::int64_t e) {
+    std::int16_t* t = temps.data() + (b / chunk) * tlen;
     const std::uint8_t* rows[kMaxRows];
     for (std::int64_t i = b; i < e; ++i) {
       row_pointers(im, i - im.ay, s.kh, rows);
-      std::int16_t* v = t.data() + im.ax;
+      std::int16_t* v = t + im.ax;
       sep_vertical_avx2(s, rows, w, v);
       // Border columns of the temporary row: the column sums are linear in the pixels, so a
       // reflected/replicated column's sum is the sum at the mapped column.
@@ -512,7 +517,7 @@ void run_separable(const Separable& s, const Image& im, int threads) {
         const std::int64_t m = map_index(x, w, im.border);
         t[static_cast<std::size_t>(im.ax + x)] = m < 0 ? zero_col : v[m];
       }
-      sep_horizontal_avx2(s, t.data(), w, im.out + i * im.out_stride);
+      sep_horizontal_avx2(s, t, w, im.out + i * im.out_stride);
     }
   });
 }
