@@ -5,6 +5,8 @@
 // out by the work-sharing pool (parallel.hpp).
 #include "direct_avx2.hpp"
 
+#include "cpu_features.hpp"
+#if TC_X86
 #include <immintrin.h>
 
 #include <algorithm>
@@ -145,3 +147,11 @@ void correlate_valid_avx2(const double* in, std::int64_t in_stride, double* out,
 #else
 #pragma GCC pop_options
 #endif
+#else  // not x86: never called (cpu_use_avx2() is false)
+namespace tc {
+void correlate_valid_avx2(const float*, std::int64_t, float*, std::int64_t, std::int64_t,
+                          std::int64_t, const float*, std::int64_t, std::int64_t) {}
+void correlate_valid_avx2(const double*, std::int64_t, double*, std::int64_t, std::int64_t,
+                          std::int64_t, const double*, std::int64_t, std::int64_t) {}
+}  // namespace tc
+#endif  // TC_X86

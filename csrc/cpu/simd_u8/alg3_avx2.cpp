@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "avx2_common.hpp"
+#include "../cpu_features.hpp"
 #include "simd_u8.hpp"
+#if TC_X86
+#include "avx2_common.hpp"
 
 namespace tc {
 namespace u8 {
@@ -67,3 +69,10 @@ void build_alg3_avx2(Block& b, const std::int32_t* k) { with_kw<Build, 15>(b.kw,
 }  // namespace u8
 }  // namespace tc
 TC_AVX2_END
+#else  // not x86: never called (avx2_supported() is false)
+namespace tc {
+namespace u8 {
+void build_alg3_avx2(Block&, const std::int32_t*) {}
+}  // namespace u8
+}  // namespace tc
+#endif  // TC_X86
