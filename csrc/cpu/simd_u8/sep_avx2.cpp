@@ -18,14 +18,16 @@ namespace tc {
 namespace u8 {
 namespace {
 
-void vertical_chunk(const Separable& s, const std::uint8_t* const* rows, std::int64_t x,
-                    std::int16_t* v, const __m256i* ce, const __m256i* co, __m256i flip) {
+// 32 columns; the kernel height is a template argument so the row loop unrolls.
+template <int KH>
+inline void vertical_chunk(const std::uint8_t* const* rows, std::int64_t x, std::int16_t* v,
+                           const __m256i* ce, const __m256i* co, __m256i flip) {
   __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
-  for (int u = 0; u < s.kh; ++u) {
+  unroll<KH>([&](auto u) {
     const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[u] + x));
     e = _mm256_add_epi16(e, _mm256_maddubs_epi16(r, ce[u]));
     o = _mm256_add_epi16(o, _mm256_maddubs_epi16(r, co[u]));
-  }
+  });
   e = _mm256_xor_si256(e, flip);
   o = _mm256_xor_si256(o, flip);
   const __m256i lo = _mm256_unpacklo_epi16(e, o), hi = _mm256_unpackhi_epi16(e, o);
@@ -34,24 +36,34 @@ void vertical_chunk(const Separable& s, const std::uint8_t* const* rows, std::in
                       _mm256_permute2x128_si256(lo, hi, 0x31));
 }
 
+template <int KH>
+struct Vertical {
+  static void run(const std::uint8_t* const*& rows, std::int64_t& w, std::int16_t*& v,
+                  const __m256i*& ce, const __m256i*& co, __m256i& flip) {
+    std::int64_t x = 0;
+    for (; x + 32 <= w; x += 32) vertical_chunk<KH>(rows, x, v, ce, co, flip);
+    if (x < w) vertical_chunk<KH>(rows, w - 32, v, ce, co, flip);  // overlap the last chunk
+  }
+};
+
 }  // namespace
 
 void sep_vertical_avx2(const Separable& s, const std::uint8_t* const* rows, std::int64_t w,
                        std::int16_t* v) {
-  __m256i ce[16], co[16];
+  __m256i cev[16], cov[16];
   for (int u = 0; u < s.kh; ++u) {
     const int a = s.a[u] & 0xFF;  // a fits int8 (analyze checks)
-    ce[u] = _mm256_set1_epi16(static_cast<short>(a));
-    co[u] = _mm256_set1_epi16(static_cast<short>(a << 8));
+    cev[u] = _mm256_set1_epi16(static_cast<short>(a));
+    cov[u] = _mm256_set1_epi16(static_cast<short>(a << 8));
   }
-  const __m256i flip = _mm256_set1_epi16(s.biased() ? static_cast<short>(0x8000) : 0);
-  std::int64_t x = 0;
-  for (; x + 32 <= w; x += 32) vertical_chunk(s, rows, x, v, ce, co, flip);
-  if (x == w) return;
-  if (w >= 32) {  // overlap the last chunk instead of a scalar remainder
-    vertical_chunk(s, rows, w - 32, v, ce, co, flip);
+  __m256i flip = _mm256_set1_epi16(s.biased() ? static_cast<short>(0x8000) : 0);
+  if (w >= 32) {
+    const __m256i* ce = cev;
+    const __m256i* co = cov;
+    with_kw<Vertical, 15>(s.kh, rows, w, v, ce, co, flip);
     return;
   }
+  std::int64_t x = 0;
   for (; x < w; ++x) {
     std::int32_t sum = 0;
     for (int u = 0; u < s.kh; ++u) sum += s.a[u] * rows[u][x];
@@ -96,40 +108,51 @@ void horizontal16_row(const Separable& s, const std::int16_t* t, std::int64_t w,
       if (b == (1 << sh)) tp.shift = sh;
     tp.c = _mm256_set1_epi16(static_cast<short>(b));
   }
-  auto chunk = [&](std::int64_t x) {
-    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-    for (int i = 0; i < nt; ++i) {
-      a0 = _mm256_add_epi16(a0, tap_term(taps[i], t + x));
-      a1 = _mm256_add_epi16(a1, tap_term(taps[i], t + x + 16));
+  // N accumulators of 16 columns per step: the per-tap set-up is shared by N vectors.
+  auto chunk = [&](std::int64_t x, auto n) {
+    constexpr int N = decltype(n)::value;
+    __m256i acc[N];
+    for (int q = 0; q < N; ++q) acc[q] = _mm256_setzero_si256();
+    for (int i = 0; i < nt; ++i)
+      for (int q = 0; q < N; ++q)
+        acc[q] = _mm256_add_epi16(acc[q], tap_term(taps[i], t + x + 16 * q));
+    for (int q = 0; q < N; q += 2) {
+      const __m256i a0 = finish16(acc[q], s.h_ir, s.div), a1 = finish16(acc[q + 1], s.h_ir, s.div);
+      const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi16(a0, a1), 0xD8);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + x + 16 * q), p);
     }
-    a0 = finish16(a0, s.h_ir, s.div);
-    a1 = finish16(a1, s.h_ir, s.div);
-    const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi16(a0, a1), 0xD8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + x), p);
   };
   std::int64_t x = 0;
-  for (; x + 32 <= w; x += 32) chunk(x);
+  for (; x + 64 <= w; x += 64) chunk(x, std::integral_constant<int, 4>{});
+  for (; x + 32 <= w; x += 32) chunk(x, std::integral_constant<int, 2>{});
   if (x < w && w >= 32)
-    chunk(w - 32);
+    chunk(w - 32, std::integral_constant<int, 2>{});
   else
     for (; x < w; ++x) out[x] = sep_scalar_output(s, t + x);
 }
 
-void horizontal32_chunk(const Separable& s, const std::int16_t* t, const std::int32_t* pairs,
-                        int np, std::uint8_t* out) {
-  __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
+// N groups of 16 columns per step (even and odd outputs each), sharing the coefficient pairs.
+template <int N>
+void horizontal32_chunk(const Separable& s, const std::int16_t* t, const __m256i* pairs, int np,
+                        std::uint8_t* out) {
+  __m256i e[N], o[N];
+  for (int q = 0; q < N; ++q) e[q] = o[q] = _mm256_setzero_si256();
   for (int i = 0; i < np; ++i) {
-    const __m256i c = _mm256_set1_epi32(pairs[i]);
-    e = _mm256_add_epi32(
-        e, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 2 * i)), c));
-    o = _mm256_add_epi32(
-        o,
-        _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 2 * i + 1)), c));
+    const __m256i c = pairs[i];
+    for (int q = 0; q < N; ++q) {
+      const std::int16_t* tq = t + 16 * q + 2 * i;
+      e[q] = _mm256_add_epi32(
+          e[q], _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tq)), c));
+      o[q] = _mm256_add_epi32(
+          o[q], _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tq + 1)), c));
+    }
   }
   const __m256i bias = _mm256_set1_epi32(static_cast<int>(s.bias));
-  e = finish32(_mm256_add_epi32(e, bias), s.div);
-  o = finish32(_mm256_add_epi32(o, bias), s.div);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), pack_even_odd32(e, o));
+  for (int q = 0; q < N; ++q) {
+    const __m256i eq = finish32(_mm256_add_epi32(e[q], bias), s.div);
+    const __m256i oq = finish32(_mm256_add_epi32(o[q], bias), s.div);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16 * q), pack_even_odd32(eq, oq));
+  }
 }
 
 }  // namespace
@@ -140,17 +163,18 @@ void sep_horizontal_avx2(const Separable& s, const std::int16_t* t, std::int64_t
     horizontal16_row(s, t, w, out);
     return;
   }
-  std::int32_t pairs[8];
+  __m256i pairs[8];
   const int np = (s.kw + 1) / 2;
   for (int i = 0; i < np; ++i) {
     const std::int32_t lo = s.b[2 * i], hi = 2 * i + 1 < s.kw ? s.b[2 * i + 1] : 0;
-    pairs[i] = static_cast<std::int32_t>((static_cast<std::uint32_t>(lo) & 0xFFFFu) |
-                                         (static_cast<std::uint32_t>(hi) << 16));
+    pairs[i] = _mm256_set1_epi32(static_cast<std::int32_t>(
+        (static_cast<std::uint32_t>(lo) & 0xFFFFu) | (static_cast<std::uint32_t>(hi) << 16)));
   }
   std::int64_t x = 0;
-  for (; x + 16 <= w; x += 16) horizontal32_chunk(s, t + x, pairs, np, out + x);
+  for (; x + 32 <= w; x += 32) horizontal32_chunk<2>(s, t + x, pairs, np, out + x);
+  for (; x + 16 <= w; x += 16) horizontal32_chunk<1>(s, t + x, pairs, np, out + x);
   if (x < w && w >= 16)
-    horizontal32_chunk(s, t + w - 16, pairs, np, out + w - 16);
+    horizontal32_chunk<1>(s, t + w - 16, pairs, np, out + w - 16);
   else
     for (; x < w; ++x) out[x] = sep_scalar_output(s, t + x);
 }
@@ -158,11 +182,10 @@ void sep_horizontal_avx2(const Separable& s, const std::int16_t* t, std::int64_t
 }  // namespace u8
 }  // namespace tc
 TC_AVX2_END
-#else  // not x86: never called (avx2_supported() is false)
+#else   // not x86: never called (avx2_supported() is false)
 namespace tc {
 namespace u8 {
-void sep_vertical_avx2(const Separable&, const std::uint8_t* const*, std::int64_t,
-                       std::int16_t*) {}
+void sep_vertical_avx2(const Separable&, const std::uint8_t* const*, std::int64_t, std::int16_t*) {}
 void sep_horizontal_avx2(const Separable&, const std::int16_t*, std::int64_t, std::uint8_t*) {}
 }  // namespace u8
 }  // namespace tc
