@@ -24,21 +24,28 @@ inline __m256i load(const std::uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+// NP = pairs per kernel row (a template argument so the pair loop unrolls).
+template <int NP>
 void pairs16_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
                    std::int64_t off) {
-  const int np = (bk.kw + 1) / 2;
   const std::uint8_t* tab = bk.tab.data();
   __m256i even = _mm256_setzero_si256(), odd = _mm256_setzero_si256();
   for (int u = 0; u < bk.kh; ++u) {
     const std::uint8_t* r = rows[u] + off;
-    for (int t = 0; t < np; ++t) {
-      const __m256i c = vcoef(tab, u * np + t);
+    const std::uint8_t* cu = tab + 32 * NP * u;
+    unroll<NP>([&](auto t) {
+      const __m256i c = vcoef(cu, t);
       even = _mm256_add_epi16(even, _mm256_maddubs_epi16(load(r + 2 * t), c));
       odd = _mm256_add_epi16(odd, _mm256_maddubs_epi16(load(r + 2 * t + 1), c));
-    }
+    });
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(outs[0] + off), pack16(even, odd, bk.ir, bk.div));
 }
+
+template <int NP>
+struct Pairs16 {
+  static void run(BlockFn& fn) { fn = &repeat<&pairs16_block<NP>>; }
+};
 
 // Group sums S lie in [lo, lo + 65535]: they start from -lo, so the 16-bit value is S - lo >= 0
 // and widens by zero-extension; the planes get sum(lo) back at the end. even (outputs 2i) and
@@ -122,14 +129,19 @@ void build_pairs_avx2(Block& b, const std::int32_t* k) {
   b.outputs = 32;
   b.reads = b.kw + 32;
   b.writes = 32;
-  b.fn = b.fn1 = b.ir == IR::s32 ? &repeat<&pairs32_block> : &repeat<&pairs16_block>;
+  if (b.ir == IR::s32) {
+    b.fn = &repeat<&pairs32_block>;
+  } else {
+    with_kw<Pairs16, 8>(np, b.fn);
+  }
+  b.fn1 = b.fn;
   b.rows_out = 1;
 }
 
 }  // namespace u8
 }  // namespace tc
 TC_AVX2_END
-#else  // not x86: never called (avx2_supported() is false)
+#else   // not x86: never called (avx2_supported() is false)
 namespace tc {
 namespace u8 {
 void build_pairs_avx2(Block&, const std::int32_t*) {}
