@@ -253,11 +253,9 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
     } else if (ok_sep && std::min(kh, kw) >= kSepMin) {
       algo = Algo::sep;
       an.why = "separable kernel, k >= " + std::to_string(kSepMin);
-    } else if (ok16 && kh <= 5 && kw <= 5 && pairs1) {
-      algo = Algo::alg1;
-      an.why = "8-bit coefficients, 16-bit IRs, k <= 5";
     } else if (pairs0) {
-      // Measured faster than Algorithms 2 and 3 at every k on AVX2 (benchmarks/CPU_NOTES.md).
+      // Measured faster than Algorithms 1, 2 and 3 at every k here (benchmarks/CPU_NOTES.md,
+      // cpu_u8_algorithms.py); those stay available by name.
       algo = Algo::pairs;
       an.why = std::string("8-bit coefficients, ") + (ok16 ? "16-bit IRs" : "32-bit IRs: " + why16);
     } else {

@@ -147,7 +147,9 @@ void horizontal32_chunk(const Separable& s, const std::int16_t* t, const __m256i
           o[q], _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tq + 1)), c));
     }
   }
-  const __m256i bias = _mm256_set1_epi32(static_cast<int>(s.bias));
+  // Modulo 2^32 like every 32-bit IR: the final sum fits int32, so wrapping here is exact.
+  const __m256i bias =
+      _mm256_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(s.bias & 0xFFFFFFFF)));
   for (int q = 0; q < N; ++q) {
     const __m256i eq = finish32(_mm256_add_epi32(e[q], bias), s.div);
     const __m256i oq = finish32(_mm256_add_epi32(o[q], bias), s.div);
