@@ -5,4 +5,10 @@
 
 namespace tc {
 std::unique_ptr<Plan> make_direct_plan(const PlanRequest&);  // csrc/cpu/direct.cpp
+// csrc/cuda/im2tensor/ (CUDA builds only)
+std::unique_ptr<Plan> make_im2tensor_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_im2tensor_shmem_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_im2tensor_fused_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_im2tensor_atomic_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_im2tensor_cublas_plan(const PlanRequest&);
 }  // namespace tc
