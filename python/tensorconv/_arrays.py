@@ -21,11 +21,13 @@ def boundary_indices(n: int, before: int, after: int, boundary: str) -> np.ndarr
 
 
 class NumpyBackend:
+    """Host arrays. CupyBackend reuses every array operation through `xp`."""
+
     name = "numpy"
     on_device = False
+    xp = np
 
-    @staticmethod
-    def asarray(x):
+    def asarray(self, x):
         return np.asarray(x)
 
     @staticmethod
@@ -36,30 +38,28 @@ class NumpyBackend:
     def dtype_str(x) -> str:
         return str(x.dtype)
 
-    @staticmethod
-    def to_storage(x, dtype: str):
-        return np.ascontiguousarray(x, dtype=_NP_DTYPES[dtype])
+    def to_storage(self, x, dtype: str):
+        return self.xp.ascontiguousarray(x, dtype=_NP_DTYPES[dtype])
 
     @staticmethod
     def to_host_float64(x) -> np.ndarray:
         return np.ascontiguousarray(x, dtype=np.float64)
 
-    @staticmethod
-    def pad(x, pads, boundary: str, fillvalue: float):
+    def pad(self, x, pads, boundary: str, fillvalue: float):
+        xp = self.xp
         (t, b), (l, r) = pads
         if t == b == l == r == 0:
             return x
         if boundary == "fill":
-            out = np.full((x.shape[0] + t + b, x.shape[1] + l + r), fillvalue, dtype=x.dtype)
+            out = xp.full((x.shape[0] + t + b, x.shape[1] + l + r), fillvalue, dtype=x.dtype)
             out[t : t + x.shape[0], l : l + x.shape[1]] = x
             return out
-        ri = boundary_indices(x.shape[0], t, b, boundary)
-        ci = boundary_indices(x.shape[1], l, r, boundary)
-        return np.ascontiguousarray(x[np.ix_(ri, ci)])
+        ri = xp.asarray(boundary_indices(x.shape[0], t, b, boundary))
+        ci = xp.asarray(boundary_indices(x.shape[1], l, r, boundary))
+        return xp.ascontiguousarray(x[ri[:, None], ci[None, :]])
 
-    @staticmethod
-    def empty(shape, dtype: str, like=None):
-        return np.empty(shape, dtype=_NP_DTYPES[dtype])
+    def empty(self, shape, dtype: str, like=None):
+        return self.xp.empty(shape, dtype=_NP_DTYPES[dtype])
 
     @staticmethod
     def pointer(x) -> int:
@@ -69,13 +69,11 @@ class NumpyBackend:
     def row_stride(x) -> int:
         return x.strides[0] // x.itemsize
 
-    @staticmethod
-    def stream(x) -> int:
+    def stream(self, x) -> int:
         return 0
 
-    @staticmethod
-    def flip(x):
-        return np.ascontiguousarray(x[::-1, ::-1])
+    def flip(self, x):
+        return self.xp.ascontiguousarray(x[::-1, ::-1])
 
 
 class CupyBackend(NumpyBackend):
@@ -83,43 +81,24 @@ class CupyBackend(NumpyBackend):
     on_device = True
 
     def __init__(self, cp):
-        self.cp = cp
+        self.xp = cp
 
     def asarray(self, x):
         return x
 
-    def to_storage(self, x, dtype: str):
-        return self.cp.ascontiguousarray(x, dtype=_NP_DTYPES[dtype])
-
     def to_host_float64(self, x) -> np.ndarray:
-        return np.ascontiguousarray(self.cp.asnumpy(x), dtype=np.float64)
-
-    def pad(self, x, pads, boundary: str, fillvalue: float):
-        cp = self.cp
-        (t, b), (l, r) = pads
-        if t == b == l == r == 0:
-            return x
-        if boundary == "fill":
-            out = cp.full((x.shape[0] + t + b, x.shape[1] + l + r), fillvalue, dtype=x.dtype)
-            out[t : t + x.shape[0], l : l + x.shape[1]] = x
-            return out
-        ri = cp.asarray(boundary_indices(x.shape[0], t, b, boundary))
-        ci = cp.asarray(boundary_indices(x.shape[1], l, r, boundary))
-        return cp.ascontiguousarray(x[ri[:, None], ci[None, :]])
+        return np.ascontiguousarray(self.xp.asnumpy(x), dtype=np.float64)
 
     def empty(self, shape, dtype: str, like=None):
-        with self.cp.cuda.Device(like.device if like is not None else None):
-            return self.cp.empty(shape, dtype=_NP_DTYPES[dtype])
+        with self.xp.cuda.Device(like.device if like is not None else None):
+            return self.xp.empty(shape, dtype=_NP_DTYPES[dtype])
 
     @staticmethod
     def pointer(x) -> int:
         return int(x.data.ptr)
 
     def stream(self, x) -> int:
-        return int(self.cp.cuda.get_current_stream().ptr)
-
-    def flip(self, x):
-        return self.cp.ascontiguousarray(x[::-1, ::-1])
+        return int(self.xp.cuda.get_current_stream().ptr)
 
 
 class TorchBackend:

@@ -96,8 +96,8 @@ def convert_usc_sipi(source, dest=None, *, overwrite: bool = False) -> Path:
         h = hdu.header
         h["DATASET"] = ("USC-SIPI misc", "USC-SIPI Image Database, Miscellaneous volume")
         h["SRCFILE"] = (name, "source TIFF")
-        h["SRCSHA"] = (sha, "SHA-256 of the source TIFF")
-        h["COLOR"] = (pixels.ndim == 3, "source was colour (converted to luma)")
+        h["SRCSHA"] = sha  # SHA-256 of the source TIFF (64 characters leave no room for a comment)
+        h["COLOR"] = (pixels.ndim == 3, "colour source, converted to luma")
         h["LUMA"] = ("0.299R+0.587G+0.114B", "ITU-R BT.601 luma for colour sources")
         h["SCALE"] = ("value/255", "8-bit values scaled to [0, 1]")
         h["ORIGIN"] = "tensorconv"

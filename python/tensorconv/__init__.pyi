@@ -1,0 +1,46 @@
+from typing import Any, Literal, NamedTuple, Optional, Sequence, Tuple
+
+
+__version__: str
+WITH_CUDA: bool
+PRECISIONS: Tuple[str, ...]
+
+Mode = Literal["full", "valid", "same"]
+Boundary = Literal["fill", "wrap", "symm", "pad", "circular", "symmetric"]
+Precision = Literal["fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64"]
+
+class MethodInfo(NamedTuple):
+    name: str
+    device: str
+    precisions: Tuple[str, ...]
+    available: bool
+    reason: str
+    summary: str
+
+def methods() -> list[MethodInfo]: ...
+def methods_table() -> str: ...
+def cuda_available() -> bool: ...
+def default_precision(*dtype_strs: str) -> str: ...
+
+class Plan:
+    method: str
+    precision: str
+    mode: str
+    boundary: str
+    fillvalue: float
+    image_shape: Tuple[int, int]
+    kernel_shape: Tuple[int, int]
+    out_shape: Tuple[int, int]
+    @property
+    def workspace_bytes(self) -> int: ...
+    def __call__(self, image: Any) -> Any: ...
+
+def plan(kernel: Any, image_shape: Sequence[int], *, mode: Mode = ..., boundary: Boundary = ...,
+         fillvalue: float = ..., method: str = ..., precision: Optional[Precision] = ...,
+         convolve: bool = ..., device: Optional[Literal["cpu", "cuda"]] = ...) -> Plan: ...
+def correlate2d(in1: Any, in2: Any, mode: Mode = ..., boundary: Boundary = ...,
+                fillvalue: float = ..., *, method: str = ...,
+                precision: Optional[Precision] = ...) -> Any: ...
+def convolve2d(in1: Any, in2: Any, mode: Mode = ..., boundary: Boundary = ...,
+               fillvalue: float = ..., *, method: str = ...,
+               precision: Optional[Precision] = ...) -> Any: ...

@@ -1,0 +1,117 @@
+"""Shared fixtures: registry enumeration, GPU skipping, USC-SIPI images, cached scipy references,
+and the accuracy report written at the end of the session."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy
+import scipy.signal
+
+import tensorconv as tc
+from tensorconv import _core
+from tensorconv.datasets import cache_dir, load_usc_sipi
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+ACCURACY_ROWS: list[dict] = []
+
+# A checkout beside ../shared (developers, CI) finds the images there without any setting.
+_SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+if not os.environ.get("TENSORCONV_DATA") and _SHARED_DATA.is_dir():
+    os.environ["TENSORCONV_DATA"] = str(_SHARED_DATA)
+
+
+def float_method_params():
+    """Every (method, precision) the registry declares for correlate2d, available or not;
+    unavailable ones are skipped with the registry's reason."""
+    params = []
+    for m in tc.methods():
+        for p in m.precisions:
+            marks = [pytest.mark.gpu] if m.device == "cuda" else []
+            if not m.available:
+                marks.append(pytest.mark.skip(reason=f"{m.name}: {m.reason}"))
+            params.append(pytest.param(m.name, p, marks=marks, id=f"{m.name}-{p}"))
+    return params
+
+
+def pytest_collection_modifyitems(config, items):
+    if tc.cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device: " + _core.cuda_unavailable_reason())
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def usc_images():
+    """All USC-SIPI misc images as (name, float64 array in [0, 1]). Skips when the images are
+    not found, unless TENSORCONV_REQUIRE_DATA is set (CI), where that is a failure."""
+    try:
+        images = list(load_usc_sipi())
+    except FileNotFoundError as e:
+        if os.environ.get("TENSORCONV_REQUIRE_DATA"):
+            raise
+        pytest.skip(str(e))
+    return images
+
+
+def accuracy_kernel(k: int) -> np.ndarray:
+    """Square kernel, coefficients uniform in [0, 1), fixed seed per size."""
+    return np.random.default_rng(1000 + k).random((k, k))
+
+
+def reference_dir() -> Path:
+    d = cache_dir() / "refs" / f"scipy-{scipy.__version__}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def scipy_reference(name: str, image: np.ndarray, k: int) -> np.ndarray:
+    """scipy.signal.correlate2d(image, accuracy_kernel(k), 'valid') in float64, cached on disk."""
+    f = reference_dir() / f"{name}_k{k}.npy"
+    if f.exists():
+        ref = np.load(f)
+        if ref.shape == (image.shape[0] - k + 1, image.shape[1] - k + 1):
+            return ref
+    ref = scipy.signal.correlate2d(image, accuracy_kernel(k), mode="valid")
+    tmp = f.with_suffix(f".{os.getpid()}.tmp.npy")
+    np.save(tmp, ref)
+    tmp.replace(f)
+    return ref
+
+
+@pytest.fixture(scope="session")
+def accuracy_rows():
+    return ACCURACY_ROWS
+
+
+def _report_dir() -> Path:
+    env = os.environ.get("TENSORCONV_REPORT_DIR")
+    return Path(env) if env else cache_dir() / "report"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not ACCURACY_ROWS:
+        return
+    out = _report_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    rows = sorted(ACCURACY_ROWS, key=lambda r: (r["method"], r["precision"], r["k"]))
+    meta = {"tensorconv": tc.__version__, "scipy": scipy.__version__,
+            "numpy": np.__version__, "cuda_available": tc.cuda_available(), "rows": rows}
+    (out / "accuracy.json").write_text(json.dumps(meta, indent=1))
+    lines = ["| method | precision | k | MAPE % median | 95% interval over images | images |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['method']} | {r['precision']} | {r['k']} | {r['mape_median']:.3g} | "
+                     f"[{r['mape_p2_5']:.3g}, {r['mape_p97_5']:.3g}] | {r['images']} |")
+    (out / "accuracy.md").write_text("\n".join(lines) + "\n")
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None:
+        tr.write_line(f"accuracy report: {out / 'accuracy.md'}")

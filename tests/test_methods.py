@@ -1,0 +1,65 @@
+"""Every registry method x precision against scipy.signal.correlate2d (float64) on random data:
+odd, non-square and degenerate shapes, kernels up to the image size."""
+
+import numpy as np
+import pytest
+import scipy.signal
+from bounds import rel_l2_bound
+from conftest import float_method_params
+
+import tensorconv as tc
+from tensorconv.metrics import relative_l2
+
+SHAPES = [  # (image, kernel)
+    ((67, 93), (3, 3)),
+    ((67, 93), (4, 7)),
+    ((64, 64), (15, 15)),
+    ((131, 77), (25, 2)),
+    ((40, 50), (1, 1)),
+    ((1, 37), (1, 5)),
+    ((37, 1), (6, 1)),
+    ((9, 11), (9, 11)),
+    ((200, 300), (55, 55)),
+]
+
+
+@pytest.mark.parametrize("method,precision", float_method_params())
+def test_random_valid(method, precision):
+    rng = np.random.default_rng(7)
+    for ishape, kshape in SHAPES:
+        image = rng.standard_normal(ishape)
+        kernel = rng.standard_normal(kshape)
+        ref = scipy.signal.correlate2d(image, kernel, "valid")
+        out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+        assert out.shape == ref.shape
+        err = relative_l2(out, ref)
+        assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
+
+
+@pytest.mark.parametrize("method,precision", float_method_params())
+def test_modes_and_boundaries(method, precision):
+    rng = np.random.default_rng(11)
+    image = rng.standard_normal((23, 31))
+    kernel = rng.standard_normal((5, 4))
+    for fn in ("correlate2d", "convolve2d"):
+        for mode in ("full", "same", "valid"):
+            for boundary in ("fill", "wrap", "symm"):
+                ref = getattr(scipy.signal, fn)(image, kernel, mode, boundary, 0.5)
+                out = getattr(tc, fn)(image, kernel, mode, boundary, 0.5, method=method,
+                                      precision=precision)
+                err = relative_l2(out, ref)
+                assert err <= rel_l2_bound(method, precision), (fn, mode, boundary, err)
+
+
+@pytest.mark.parametrize("method,precision", float_method_params())
+def test_plan_reused(method, precision):
+    rng = np.random.default_rng(3)
+    kernel = rng.standard_normal((7, 6))
+    p = tc.plan(kernel, (45, 52), mode="same", boundary="symm", method=method,
+                precision=precision)
+    assert p.method == method and p.precision == precision
+    assert p.workspace_bytes >= 0
+    for _ in range(3):
+        image = rng.standard_normal((45, 52))
+        ref = scipy.signal.correlate2d(image, kernel, "same", "symm")
+        assert relative_l2(p(image), ref) <= rel_l2_bound(method, precision)
