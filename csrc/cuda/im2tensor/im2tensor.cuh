@@ -178,7 +178,8 @@ struct Smem {
 //                        block's antidiagonal (paper §4.2.4);
 //           atomic_r  -> the same partial sums added atomically into R.
 // ---------------------------------------------------------------------------------------------
-template <class T, bool STAGED, Epi E>
+// XT: accumulator fragments per warp (>= nxt), a template so small kernels hold fewer registers.
+template <class T, bool STAGED, Epi E, int XT>
 __global__ void __launch_bounds__(kWarps * 32) pblock_kernel(Args a) {
   using S = typename T::Stage;
   using In = typename T::In;
@@ -236,9 +237,9 @@ __global__ void __launch_bounds__(kWarps * 32) pblock_kernel(Args a) {
       __syncwarp();
     }
     for (int ct = 0; ct < g.nct; ++ct) {
-      FragC acc[kXTilesMax];
+      FragC acc[XT];
 #pragma unroll
-      for (int xt = 0; xt < kXTilesMax; ++xt) wmma::fill_fragment(acc[xt], zero_of<Acc>());
+      for (int xt = 0; xt < XT; ++xt) wmma::fill_fragment(acc[xt], zero_of<Acc>());
 
       for (int kc = 0; kc < g.hKp / K; ++kc) {
         FragB b;
@@ -268,7 +269,7 @@ __global__ void __launch_bounds__(kWarps * 32) pblock_kernel(Args a) {
           }
         }
 #pragma unroll
-        for (int xt = 0; xt < kXTilesMax; ++xt) {
+        for (int xt = 0; xt < XT; ++xt) {
           if (xt < g.nxt) {
             FragA fa;
             if constexpr (STAGED)
@@ -296,7 +297,7 @@ __global__ void __launch_bounds__(kWarps * 32) pblock_kernel(Args a) {
       if constexpr (E == Epi::store_p) {
         Acc* P = static_cast<Acc*>(a.ws);
 #pragma unroll
-        for (int xt = 0; xt < kXTilesMax; ++xt)
+        for (int xt = 0; xt < XT; ++xt)
           if (xt < g.nxt)
             wmma::store_matrix_sync(
                 P + (static_cast<std::size_t>(r) * g.PX + x0 + xt * M) * g.wP + c0 + ct * N,
@@ -305,7 +306,7 @@ __global__ void __launch_bounds__(kWarps * 32) pblock_kernel(Args a) {
         // Fused: diagonal sums of each M×N tile into the slice's diagonal accumulator. Local
         // diagonal of (x, c) in the slice: d = c - x + hB - 1; lane owns distinct d's per tile.
 #pragma unroll
-        for (int xt = 0; xt < kXTilesMax; ++xt) {
+        for (int xt = 0; xt < XT; ++xt) {
           if (xt < g.nxt) {
             wmma::store_matrix_sync(escr, acc[xt], N + 8, wmma::mem_row_major);
             __syncwarp();
@@ -357,6 +358,12 @@ __global__ void prep_kt_kernel(const double* k, int kh, int kw, int rows, int hK
   if (e >= rows * hKp) return;
   const int x = e / hKp, y = e % hKp;
   const double v = (x < kw && y < kh) ? k[static_cast<std::size_t>(y) * kw + x] : 0.0;
+  if constexpr (T::SPLIT == 3) {
+    if (!kt_lo) {  // cuBLAS's exact fp32 path: the plain float
+      kt[e] = static_cast<float>(v);
+      return;
+    }
+  }
   kt[e] = k_stage<T>(v, false);
   if (kt_lo) kt_lo[e] = k_stage<T>(v, true);
 }
@@ -476,6 +483,7 @@ class Plan final : public CudaPlan {
     g_.rowsS = g_.dB + g_.hKp - 1;
     staged_ = STAGED_PREF && smem_bytes<T, true, E>(g_) <= kSmemStagedMax;
     smem_ = staged_ ? smem_bytes<T, true, E>(g_) : smem_bytes<T, false, E>(g_);
+    kfn_ = staged_ ? pick<true>(g_.nxt) : pick<false>(g_.nxt);
     check_launch_dims(g_);
     if (E == Epi::partial_c) g_.NC = c_rows(g_);
 
@@ -497,8 +505,9 @@ class Plan final : public CudaPlan {
       ws_bytes_ = sizeof(typename T::Part) * static_cast<std::size_t>(g_.hR) * g_.NC * g_.wR;
     ws_.reset(ws_bytes_);
 
-    if (staged_) set_smem(pblock_kernel<T, true, E>);
-    else set_smem(pblock_kernel<T, false, E>);
+    if (smem_ > 48 * 1024)
+      TC_CUDA_CHECK(cudaFuncSetAttribute(kfn_, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem_)));
   }
 
   std::size_t workspace_bytes() const override { return ws_bytes_; }
@@ -513,8 +522,7 @@ class Plan final : public CudaPlan {
       TC_CUDA_CHECK(cudaMemset2DAsync(out.data, out.row_stride * sizeof(Out), 0,
                                       g_.wR * sizeof(Out), g_.hR, st));
     const dim3 grid(g_.nJ, g_.nRB, g_.nI);
-    if (staged_) pblock_kernel<T, true, E><<<grid, kWarps * 32, smem_, st>>>(a);
-    else pblock_kernel<T, false, E><<<grid, kWarps * 32, smem_, st>>>(a);
+    kfn_<<<grid, kWarps * 32, smem_, st>>>(a);
     TC_CUDA_LAUNCH_CHECK();
     const dim3 g2(ceil_div(g_.wR, 128), g_.hR < 65535 ? g_.hR : 65535);
     if (E == Epi::store_p) {
@@ -530,11 +538,13 @@ class Plan final : public CudaPlan {
   }
 
  private:
-  template <class F> void set_smem(F* f) {
-    if (smem_ > 48 * 1024)
-      TC_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem_)));
+  using KernelFn = void (*)(Args);
+  template <bool S> static KernelFn pick(int nxt) {
+    if (nxt <= 2) return pblock_kernel<T, S, E, 2>;
+    if (nxt <= 4) return pblock_kernel<T, S, E, 4>;
+    return pblock_kernel<T, S, E, kXTilesMax>;
   }
+  KernelFn kfn_ = nullptr;
   Geo g_{};
   bool staged_ = false;
   std::size_t smem_ = 0, ws_bytes_ = 0;
