@@ -10,7 +10,7 @@ stage() { local t=$1; shift; local name=$1; shift; local s=$(date +%s)
   echo "== $name: exit $r in $(( $(date +%s) - s )) s" | tee -a "$OUT/summary.txt"; }
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv >> "$OUT/summary.txt"
-stage ${T_TEST:-150} tests python3 -m pytest -q -x -p no:cacheprovider tests/test_im2tensor.py \
+stage ${T_TEST:-150} tests python3 -m pytest -q --maxfail=8 -p no:cacheprovider tests/test_im2tensor.py \
   -m "not slow" ${PYTEST_EXTRA:-}
 tail -3 "$OUT/tests.txt" >> "$OUT/summary.txt"
 stage ${T_BENCH:-240} bench python3 benchmarks/im2tensor.py --out "$OUT" ${BENCH_ARGS:-}
