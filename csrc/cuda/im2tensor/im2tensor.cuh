@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -138,10 +139,68 @@ struct Args {
   const void* kt_lo;  // low half of the split (SPLIT == 3), else nullptr
   void* ws;           // P (store_p) or C (partial_c)
   Geo g;
+  bool vec_ok;        // image rows 16-byte aligned: stage with 16-byte loads
 };
 
 __host__ __device__ inline std::size_t align_up(std::size_t v, std::size_t a) {
   return (v + a - 1) / a * a;
+}
+
+// Image rows r0.. (rows of them) × columns c0..c0+W-1 into shared memory (ld ldd), converted to
+// Stage, zero outside the image. Each thread issues UNR independent 16-byte loads before it
+// stores anything (the loads' latency, not bandwidth, is what staging costs); misaligned images
+// take the same path one element per load.
+template <class T>
+__device__ __forceinline__ void stage_image(const typename T::In* img, long long ld, int ih,
+                                            int iw, int r0, int rows, int c0, int W,
+                                            typename T::Stage* dst, int ldd, bool vec_ok) {
+  using In = typename T::In;
+  constexpr int V = 16 / sizeof(In), UNR = 4;
+  struct alignas(16) Vec { In x[V]; };
+  if (vec_ok) {
+    const int vpr = W / V, total = rows * vpr;
+    for (int base = threadIdx.x; base < total; base += UNR * blockDim.x) {
+      Vec v[UNR];
+#pragma unroll
+      for (int u = 0; u < UNR; ++u) {
+        const int e = base + u * blockDim.x;
+        const int row = e / vpr, col = (e % vpr) * V, gr = r0 + row, gc = c0 + col;
+        if (e < total && gr < ih && gc + V <= iw) {
+          v[u] = *reinterpret_cast<const Vec*>(img + static_cast<std::size_t>(gr) * ld + gc);
+        } else {
+#pragma unroll
+          for (int i = 0; i < V; ++i)
+            v[u].x[i] = (e < total && gr < ih && gc + i < iw)
+                            ? img[static_cast<std::size_t>(gr) * ld + gc + i] : In(0);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < UNR; ++u) {
+        const int e = base + u * blockDim.x;
+        if (e < total) {
+          typename T::Stage* d = dst + (e / vpr) * ldd + (e % vpr) * V;
+#pragma unroll
+          for (int i = 0; i < V; ++i) d[i] = to_stage<T>(v[u].x[i]);
+        }
+      }
+    }
+  } else {
+    const int total = rows * W;
+    for (int base = threadIdx.x; base < total; base += UNR * blockDim.x) {
+      In v[UNR];
+#pragma unroll
+      for (int u = 0; u < UNR; ++u) {
+        const int e = base + u * blockDim.x, gr = r0 + e / W, gc = c0 + e % W;
+        v[u] = (e < total && gr < ih && gc < iw) ? img[static_cast<std::size_t>(gr) * ld + gc]
+                                                 : In(0);
+      }
+#pragma unroll
+      for (int u = 0; u < UNR; ++u) {
+        const int e = base + u * blockDim.x;
+        if (e < total) dst[(e / W) * ldd + e % W] = to_stage<T>(v[u]);
+      }
+    }
+  }
 }
 
 // Shared-memory carve-up, identical on host (sizing) and device (pointers).
@@ -213,14 +272,7 @@ __global__ void __launch_bounds__(kWarps * 32) pblock_kernel(Args a) {
     }
     // S_block: image rows r0 .. r0+dB+ĥK-2, columns c0 .. c0+Wc-1 (eq. 16: the duplicated rows
     // of S are read once); outside the image -> 0.
-    for (int e = threadIdx.x; e < g.rowsS * g.Wc; e += blockDim.x) {
-      const int row = e / g.Wc, col = e % g.Wc;
-      const int gr = r0 + row, gc = c0 + col;
-      S v = zero_of<S>();
-      if (gr < g.ih && gc < g.iw)
-        v = to_stage<T>(img[static_cast<std::size_t>(gr) * a.in_ld + gc]);
-      sS[row * g.ldS + col] = v;
-    }
+    stage_image<T>(img, a.in_ld, g.ih, g.iw, r0, g.rowsS, c0, g.Wc, sS, g.ldS, a.vec_ok);
     __syncthreads();
   }
 
@@ -247,14 +299,21 @@ __global__ void __launch_bounds__(kWarps * 32) pblock_kernel(Args a) {
           wmma::load_matrix_sync(b, sS + (rr + kc * K) * g.ldS + ct * N, g.ldS);
         } else {
           // S_r rows kc*K.. of this N-wide column tile, read from I where the warp needs them.
+          // All loads first, then the stores: K*N/32 independent loads in flight per lane.
           const int gc = c0 + ct * N;
-          for (int e = lane; e < K * N; e += 32) {
-            const int y = e / N, col = e % N;
-            const int gr = r + kc * K + y;
-            S v = zero_of<S>();
-            if (gr < g.ih && gc + col < g.iw)
-              v = to_stage<T>(img[static_cast<std::size_t>(gr) * a.in_ld + gc + col]);
-            bscr[y * (N + padS) + col] = v;
+          constexpr int PER = K * N / 32;
+          In v[PER];
+#pragma unroll
+          for (int u = 0; u < PER; ++u) {
+            const int e = lane + 32 * u, y = e / N, col = e % N, gr = r + kc * K + y;
+            v[u] = (gr < g.ih && gc + col < g.iw)
+                       ? img[static_cast<std::size_t>(gr) * a.in_ld + gc + col]
+                       : In(0);
+          }
+#pragma unroll
+          for (int u = 0; u < PER; ++u) {
+            const int e = lane + 32 * u;
+            bscr[(e / N) * (N + padS) + e % N] = to_stage<T>(v[u]);
           }
           __syncwarp();
           wmma::load_matrix_sync(b, bscr, N + padS);
@@ -278,6 +337,12 @@ __global__ void __launch_bounds__(kWarps * 32) pblock_kernel(Args a) {
               wmma::load_matrix_sync(
                   fa, ktg + static_cast<std::size_t>(x0 + xt * M) * g.hKp + kc * K, g.hKp);
             if constexpr (T::SPLIT == 3) {
+              // Each K-chunk's three products go to a fresh fragment added to the running sum
+              // with IEEE rounding: the tensor core's own accumulation truncates, and over
+              // ĥK/8 chunks that bias grows with k (measured: MAPE 1.5e-5 % at k=15,
+              // 7e-5 % at k=55 before this).
+              FragC part;
+              wmma::fill_fragment(part, zero_of<Acc>());
               FragA fa_lo;
               if constexpr (STAGED)
                 wmma::load_matrix_sync(fa_lo, sA + (g.hB + xt * M) * g.ldA + kc * K, g.ldA);
@@ -286,10 +351,13 @@ __global__ void __launch_bounds__(kWarps * 32) pblock_kernel(Args a) {
                     fa_lo, ktg_lo + static_cast<std::size_t>(x0 + xt * M) * g.hKp + kc * K,
                     g.hKp);
               // small products first: they survive in the fp32 accumulator
-              wmma::mma_sync(acc[xt], fa_lo, b, acc[xt]);
-              wmma::mma_sync(acc[xt], fa, b_lo, acc[xt]);
+              wmma::mma_sync(part, fa_lo, b, part);
+              wmma::mma_sync(part, fa, b_lo, part);
+              wmma::mma_sync(part, fa, b, part);
+              for (int t = 0; t < part.num_elements; ++t) acc[xt].x[t] += part.x[t];
+            } else {
+              wmma::mma_sync(acc[xt], fa, b, acc[xt]);
             }
-            wmma::mma_sync(acc[xt], fa, b, acc[xt]);
           }
         }
       }
@@ -465,6 +533,19 @@ inline void check_launch_dims(const Geo& g) {
                      " x-blocks; at most 65535 each)");
 }
 
+// Benchmark-only overrides of the P_block width/depth (TENSORCONV_I2T_WC, TENSORCONV_I2T_DB),
+// so one build can sweep them; ignored unless valid.
+inline void tuning_override(int& Wc, int& dB, int N) {
+  if (const char* e = std::getenv("TENSORCONV_I2T_WC")) {
+    const int v = std::atoi(e);
+    if (v >= N && v % N == 0 && v <= 1024) Wc = v;
+  }
+  if (const char* e = std::getenv("TENSORCONV_I2T_DB")) {
+    const int v = std::atoi(e);
+    if (v >= 1 && v <= 512) dB = v;
+  }
+}
+
 template <class T, bool STAGED, Epi E>
 std::size_t smem_bytes(const Geo& g) { return Smem<T, STAGED, E>(g).total; }
 
@@ -476,8 +557,10 @@ class Plan final : public CudaPlan {
  public:
   explicit Plan(const PlanRequest& r) : CudaPlan(r) {
     constexpr int N = T::N;
-    const int Wc = (N == 8) ? 64 : 128;  // a few N-tiles per warp: fewer partials per output
-    g_ = make_geo(T::M, N, T::K, r, Wc, 32);
+    int Wc = (N == 8) ? 64 : 128;  // a few N-tiles per warp: fewer partials per output
+    int dB = 32;
+    tuning_override(Wc, dB, N);
+    g_ = make_geo(T::M, N, T::K, r, Wc, dB);
     g_.ldA = g_.hKp + Smem<T, true, E>::padS;
     g_.ldS = g_.Wc + Smem<T, true, E>::padS;
     g_.rowsS = g_.dB + g_.hKp - 1;
@@ -515,7 +598,10 @@ class Plan final : public CudaPlan {
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t st) override {
     using Out = typename T::Out;
-    Args a{in.data, in.row_stride, out.data, out.row_stride, kt_.get(), nullptr, ws_.get(), g_};
+    Args a{in.data, in.row_stride, out.data, out.row_stride, kt_.get(), nullptr, ws_.get(), g_,
+           false};
+    a.vec_ok = reinterpret_cast<std::uintptr_t>(in.data) % 16 == 0 &&
+               (in.row_stride * sizeof(typename T::In)) % 16 == 0;
     if (T::SPLIT == 3)
       a.kt_lo = kt_.get<typename T::Stage>() + static_cast<std::size_t>(g_.nI) * g_.hB * g_.hKp;
     if (E == Epi::atomic_r)
