@@ -551,22 +551,49 @@ std::size_t smem_bytes(const Geo& g) { return Smem<T, STAGED, E>(g).total; }
 
 constexpr std::size_t kSmemStagedMax = 160 * 1024;  // above this, read S from global instead
 
+}  // namespace i2t
+}  // namespace cuda
+}  // namespace tc
+
+#include "mma_fused.cuh"
+
+namespace tc {
+namespace cuda {
+namespace i2t {
+
 // The plan of the four native variants. STAGED_PREF: stage in shared memory when it fits.
 template <class T, bool STAGED_PREF, Epi E>
 class Plan final : public CudaPlan {
  public:
   explicit Plan(const PlanRequest& r) : CudaPlan(r) {
-    constexpr int N = T::N;
-    int Wc = (N == 8) ? 64 : 128;  // a few N-tiles per warp: fewer partials per output
-    int dB = 32;
-    tuning_override(Wc, dB, N);
-    g_ = make_geo(T::M, N, T::K, r, Wc, dB);
-    g_.ldA = g_.hKp + Smem<T, true, E>::padS;
-    g_.ldS = g_.Wc + Smem<T, true, E>::padS;
-    g_.rowsS = g_.dB + g_.hKp - 1;
-    staged_ = STAGED_PREF && smem_bytes<T, true, E>(g_) <= kSmemStagedMax;
-    smem_ = staged_ ? smem_bytes<T, true, E>(g_) : smem_bytes<T, false, E>(g_);
-    kfn_ = staged_ ? pick<true>(g_.nxt) : pick<false>(g_.nxt);
+    if constexpr (kHasMma<T> && STAGED_PREF && E != Epi::store_p) {
+      if (r.kh <= 64 && r.kw <= 64 && !std::getenv("TENSORCONV_I2T_WMMA")) {
+        // mma.sync path (mma_fused.cuh); TENSORCONV_I2T_WMMA=1 keeps WMMA for comparisons.
+        int Wc = 128, dB = 32;
+        tuning_override(Wc, dB, 16);
+        g_ = make_geo(16, 8, 16, r, Wc, dB);
+        g_.ldA = g_.hKp + 8;
+        g_.ldS = g_.Wc + 8;  // 272 B rows: ldmatrix's 8 row addresses hit distinct banks
+        g_.rowsS = g_.dB + g_.hKp - 1;
+        staged_ = true;
+        threads_ = kMmaWarps * 32;
+        smem_ = MmaSmem(g_).total;
+        kfn_ = pick_mma(g_.nxt, g_.hKp / 16);
+      }
+    }
+    if (!kfn_) {
+      constexpr int N = T::N;
+      int Wc = (N == 8) ? 64 : 128;  // a few N-tiles per warp: fewer partials per output
+      int dB = 32;
+      tuning_override(Wc, dB, N);
+      g_ = make_geo(T::M, N, T::K, r, Wc, dB);
+      g_.ldA = g_.hKp + Smem<T, true, E>::padS;
+      g_.ldS = g_.Wc + Smem<T, true, E>::padS;
+      g_.rowsS = g_.dB + g_.hKp - 1;
+      staged_ = STAGED_PREF && smem_bytes<T, true, E>(g_) <= kSmemStagedMax;
+      smem_ = staged_ ? smem_bytes<T, true, E>(g_) : smem_bytes<T, false, E>(g_);
+      kfn_ = staged_ ? pick<true>(g_.nxt) : pick<false>(g_.nxt);
+    }
     check_launch_dims(g_);
     if (E == Epi::partial_c) g_.NC = c_rows(g_);
 
@@ -608,7 +635,7 @@ class Plan final : public CudaPlan {
       TC_CUDA_CHECK(cudaMemset2DAsync(out.data, out.row_stride * sizeof(Out), 0,
                                       g_.wR * sizeof(Out), g_.hR, st));
     const dim3 grid(g_.nJ, g_.nRB, g_.nI);
-    kfn_<<<grid, kWarps * 32, smem_, st>>>(a);
+    kfn_<<<grid, threads_, smem_, st>>>(a);
     TC_CUDA_LAUNCH_CHECK();
     const dim3 g2(ceil_div(g_.wR, 128), g_.hR < 65535 ? g_.hR : 65535);
     if (E == Epi::store_p) {
@@ -630,7 +657,21 @@ class Plan final : public CudaPlan {
     if (nxt <= 4) return pblock_kernel<T, S, E, 4>;
     return pblock_kernel<T, S, E, kXTilesMax>;
   }
+  static KernelFn pick_mma(int mt, int kc) {
+    if constexpr (kHasMma<T> && E != Epi::store_p) {
+      switch (mt * 8 + kc) {
+#define TC_I2T_MMA(M_, K_) case M_ * 8 + K_: return pblock_mma_kernel<T, E, M_, K_>;
+        TC_I2T_MMA(1, 1) TC_I2T_MMA(1, 2) TC_I2T_MMA(1, 3) TC_I2T_MMA(1, 4)
+        TC_I2T_MMA(2, 1) TC_I2T_MMA(2, 2) TC_I2T_MMA(2, 3) TC_I2T_MMA(2, 4)
+        TC_I2T_MMA(3, 1) TC_I2T_MMA(3, 2) TC_I2T_MMA(3, 3) TC_I2T_MMA(3, 4)
+        TC_I2T_MMA(4, 1) TC_I2T_MMA(4, 2) TC_I2T_MMA(4, 3) TC_I2T_MMA(4, 4)
+#undef TC_I2T_MMA
+      }
+    }
+    throw ValueError("im2tensor: no mma.sync kernel for this block shape");
+  }
   KernelFn kfn_ = nullptr;
+  int threads_ = kWarps * 32;
   Geo g_{};
   bool staged_ = false;
   std::size_t smem_ = 0, ws_bytes_ = 0;
