@@ -453,9 +453,17 @@ __global__ void trplus_kernel(const Acc* P, long long wP, int PX, int kw, int hR
 
 // Recombination of the partial sums (Algorithm 2, lines 13-19): R[r][j] adds, for every P_block
 // (i, jb) whose diagonals cross j, its partial in C row (i + jb) mod NC.
+// edges_only (mma path, nI = 1): only the hB-1 columns left of each block boundary, the others
+// were written final by the block.
 template <class Part, class Out>
-__global__ void recombine_kernel(const Part* C, Geo g, Out* out, long long out_ld) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+__global__ void recombine_kernel(const Part* C, Geo g, Out* out, long long out_ld,
+                                 bool edges_only) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (edges_only) {
+    const int e = g.hB - 1;
+    if (e == 0 || j >= g.nJ * e) return;
+    j = (j / e + 1) * g.Wc - e + j % e;
+  }
   if (j >= g.wR) return;
   for (int r = blockIdx.y; r < g.hR; r += gridDim.y) {
     const Part* c = C + static_cast<std::size_t>(r) * g.NC * g.wR + j;
@@ -567,10 +575,13 @@ class Plan final : public CudaPlan {
  public:
   explicit Plan(const PlanRequest& r) : CudaPlan(r) {
     if constexpr (kHasMma<T> && STAGED_PREF && E != Epi::store_p) {
-      if (r.kh <= 64 && r.kw <= 64 && !std::getenv("TENSORCONV_I2T_WMMA")) {
+      const char* force_wmma = std::getenv("TENSORCONV_I2T_WMMA");
+      if (r.kh <= 64 && r.kw <= 64 && !(force_wmma && force_wmma[0] == '1')) {
         // mma.sync path (mma_fused.cuh); TENSORCONV_I2T_WMMA=1 keeps WMMA for comparisons.
-        int Wc = 128, dB = 32;
+        // dB measured best: 32 rows for ĥK <= 32, 64 beyond (benchmarks/IM2TENSOR_NOTES.md).
+        int Wc = 8 * kMmaNT, dB = r.kh <= 32 ? 32 : 64;
         tuning_override(Wc, dB, 16);
+        Wc = 8 * kMmaNT;
         g_ = make_geo(16, 8, 16, r, Wc, dB);
         g_.ldA = g_.hKp + 8;
         g_.ldS = g_.Wc + 8;  // 272 B rows: ldmatrix's 8 row addresses hit distinct banks
@@ -644,8 +655,11 @@ class Plan final : public CudaPlan {
           out.row_stride);
       TC_CUDA_LAUNCH_CHECK();
     } else if (E == Epi::partial_c) {
-      recombine_kernel<typename T::Part, Out><<<g2, 128, 0, st>>>(
-          ws_.get<typename T::Part>(), g_, out.ptr<Out>(), out.row_stride);
+      const bool edges = threads_ == kMmaWarps * 32;  // the mma path writes inner pixels
+      const dim3 g3(edges ? ceil_div(static_cast<std::int64_t>(g_.nJ) * (g_.hB - 1) + 1, 128)
+                          : g2.x, g2.y);
+      recombine_kernel<typename T::Part, Out><<<g3, 128, 0, st>>>(
+          ws_.get<typename T::Part>(), g_, out.ptr<Out>(), out.row_stride, edges);
       TC_CUDA_LAUNCH_CHECK();
     }
   }

@@ -6,7 +6,10 @@
 //   * K̂ᵀ fragments stay in registers for the whole thread block;
 //   * the sum over x along a diagonal is done in registers for the 2·MT row groups a lane
 //     holds (x = 8u + g: elements (u, n-tile w+u) share a diagonal), in a sliding window over
-//     the n-tiles, leaving 8 partials per diagonal (one per g) to go through shared memory.
+//     the n-tiles, leaving 8 partials per diagonal (one per g) to go through shared memory;
+//   * diagonals that lie wholly inside the block are final pixels, written straight to R; only
+//     the hB-1 diagonals a block shares with its neighbour on each side go through C (or
+//     atomics), and the recombination pass visits only those columns.
 // Included by im2tensor.cuh (needs its traits, Geo, Args, stage_image).
 #pragma once
 
@@ -93,7 +96,10 @@ struct MmaSmem {
   }
 };
 
-// MT: 16-row groups of x (hB = 16·MT); KC: 16-row chunks of y (ĥK = 16·KC). g.nct = Wc / 8.
+// MT: 16-row groups of x (hB = 16·MT); KC: 16-row chunks of y (ĥK = 16·KC); the block is
+// kMmaNT n-tiles wide (Wc = 128, the best width measured for every k), a compile-time count so
+// the n-tile loop unrolls and the diagonal window's shifts become register renames.
+constexpr int kMmaNT = 16;
 template <class T, Epi E, int MT, int KC>
 __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
   static_assert(kHasMma<T>, "mma.sync path: fp16, fp16fp32, bf16");
@@ -108,7 +114,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
   const int gq = lane >> 2, tq = lane & 3;  // mma "groupID" and "threadID_in_group"
   S* sA = reinterpret_cast<S*>(smem_raw + lay.a);
   S* sS = reinterpret_cast<S*>(smem_raw + lay.s);
-  const int NT = g.nct, pitch = mma_buf_pitch(NT, MT);
+  constexpr int NT = kMmaNT;
+  const int pitch = mma_buf_pitch(NT, MT);
   float* buf = reinterpret_cast<float*>(smem_raw + lay.buf) + warp * 8 * pitch;
 
   {
@@ -148,6 +155,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
       for (int i = 0; i + 1 < 2 * MT; ++i) { p[i][0] = p[i + 1][0]; p[i][1] = p[i + 1][1]; }
       p[2 * MT - 1][0] = p[2 * MT - 1][1] = 0.f;
     };
+#pragma unroll
     for (int nt2 = 0; nt2 < NT / 2; ++nt2) {
       std::uint32_t acc[MT][2][Op::CREGS];
 #pragma unroll
@@ -195,13 +203,16 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
       }
       const int j = jofs + D;
       if (j >= 0 && j < g.wR) {
-        if constexpr (E == Epi::partial_c) {
+        using Out = typename T::Out;
+        Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r) * a.out_ld + j;
+        if (D >= g.hB - 1 && D < g.Wc) {
+          // Every x of this diagonal lies in this block (nI = 1 here): the pixel is final.
+          *R = narrow<Out>(s);
+        } else if constexpr (E == Epi::partial_c) {
           float* C = static_cast<float*>(a.ws);
           C[(static_cast<std::size_t>(r) * g.NC + (ib + jb) % g.NC) * g.wR + j] = s;
         } else {
-          using Out = typename T::Out;
-          atomicAdd(static_cast<Out*>(a.out) + static_cast<std::size_t>(r) * a.out_ld + j,
-                    narrow<Out>(s));
+          atomicAdd(R, narrow<Out>(s));
         }
       }
     }
