@@ -15,7 +15,16 @@ MAPE_PCT = {
 }
 
 # Per (method, precision) overrides, with the reason beside each.
-MAPE_PCT_METHOD = {}
+MAPE_PCT_METHOD = {
+    # fp16 accumulated in half (the paper's "naive" fp16, half2 arithmetic): once partial sums
+    # pass ~512, addends below half an ulp are lost; the paper's Table 5 has 2.91 % at k = 55.
+    ("naive", "fp16"): 5.0,
+    ("naive_shmem", "fp16"): 5.0,
+    # separable fp16 sums r pass results in half (fewer, larger addends than naive).
+    ("separable", "fp16"): 2.0,
+    # cuFFT half: spectra in half precision; the paper's CUFFT fp16 row is ~0.1 %.
+    ("fft", "fp16"): 0.5,
+}
 
 # Relative L2 error on signed random data (standard normal image and kernel).
 REL_L2 = {

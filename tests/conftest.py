@@ -45,7 +45,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="needs a CUDA device: " + _core.cuda_unavailable_reason())
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu") is not None:  # not keywords: a folder named gpu matches
             item.add_marker(skip)
 
 

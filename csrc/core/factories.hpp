@@ -5,6 +5,11 @@
 
 namespace tc {
 std::unique_ptr<Plan> make_direct_plan(const PlanRequest&);  // csrc/cpu/direct.cpp
+// csrc/cuda/*.cu (CUDA builds only)
+std::unique_ptr<Plan> make_naive_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_naive_shmem_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_separable_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_fft_plan(const PlanRequest&);
 // csrc/cuda/im2tensor/ (CUDA builds only)
 std::unique_ptr<Plan> make_im2tensor_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_shmem_plan(const PlanRequest&);

@@ -19,6 +19,22 @@ const std::vector<MethodInfo>& registry() {
   static const std::vector<MethodInfo> table = {
       {"direct", Device::cpu, {P::fp16fp32, P::fp32, P::fp64}, 0, &make_direct_plan,
        "CPU direct correlation, OpenMP over rows, register-blocked vectorized inner loop"},
+      {"naive", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
+       TC_CUDA_FACTORY(make_naive_plan),
+       "CUDA, one thread per output pixel (two in a half2 for fp16), image and kernel from global "
+       "memory (im2tensor paper's \"naive\")"},
+      {"naive_shmem", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64},
+       60, TC_CUDA_FACTORY(make_naive_shmem_plan),
+       "CUDA, image tile + apron and kernel chunks in shared memory (constant memory optional), "
+       "register sliding window; any kernel size (im2tensor paper's \"naive + shmem\")"},
+      {"separable", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
+       TC_CUDA_FACTORY(make_separable_plan),
+       "CUDA row + column passes in shared memory (Podlozhnyuk); rank-r kernels as r passes "
+       "(SVD rank with a precision-aware tolerance), exact for any kernel"},
+      {"fft", Device::cuda, {P::fp16, P::fp16fp32, P::fp32, P::fp64}, 60,
+       TC_CUDA_FACTORY(make_fft_plan),
+       "cuFFT R2C/C2R product of spectra, fast transform sizes, kernel spectrum once per plan; "
+       "fp16 via cufftXt half (power-of-two sizes), fp16fp32 transforms in fp32"},
       // im2tensor (Seznec et al. 2022), csrc/cuda/im2tensor/. sm_80: bf16, tf32 and DMMA WMMA.
       {"im2tensor", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
        TC_CUDA_FACTORY(make_im2tensor_plan),

@@ -1,0 +1,349 @@
+// "fft" (the im2tensor paper's CUFFT baseline): valid correlation as a product of spectra.
+// With a transform size N x M >= the image (a fast 2^a 3^b 5^c 7^d size; a power of two for
+// fp16, which is what cuFFT's half transforms accept), the circular correlation
+// IFFT(FFT(x) * conj(FFT(k))) equals the valid correlation wherever i + u < N, i.e. everywhere
+// valid, so no padding beyond the image is needed. The kernel's spectrum (conjugated, scaled)
+// is computed once per plan.
+//
+// Precisions: fp32 and fp64 run cuFFT in that precision; fp16fp32 stores half and transforms in
+// fp32; fp16 transforms in half (cufftXt). fp16 spectra would overflow half (the DC term of a
+// 4096^2 image in [0, 1] is ~8e6), so the image is scaled on the device by a power of two taken
+// from its largest magnitude, and the kernel's spectrum (computed in fp32) by a power of two from
+// sum|k|; the crop undoes both exactly.
+#include <cufft.h>
+#include <cufftXt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../core/factories.hpp"
+#include "common.cuh"
+#include "precision.cuh"
+
+namespace tc {
+namespace cuda {
+namespace {
+
+const char* cufft_name(cufftResult r) {
+  switch (r) {
+    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
+    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
+    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
+    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
+    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
+    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+    default: return "cuFFT error";
+  }
+}
+
+[[noreturn]] void throw_cufft(cufftResult r, const char* what, const char* file, int line) {
+  cudaError_t e = cudaGetLastError();
+  std::string msg = std::string("cuFFT error ") + cufft_name(r) + " (" + std::to_string(int(r)) +
+                    ") in " + what + " at " + file + ":" + std::to_string(line);
+  if (e != cudaSuccess) msg += std::string("; CUDA: ") + cudaGetErrorString(e);
+  if (r == CUFFT_ALLOC_FAILED || e == cudaErrorMemoryAllocation)
+    throw OutOfMemory("out of device memory: " + msg);
+  throw DeviceError(msg);
+}
+
+#define TC_CUFFT_CHECK(expr)                                                           \
+  do {                                                                                 \
+    cufftResult tc_fr_ = (expr);                                                       \
+    if (tc_fr_ != CUFFT_SUCCESS) ::tc::cuda::throw_cufft(tc_fr_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+// Transform types per precision: Real/Cplx in device memory and cuFFT's data types.
+template <Precision P>
+struct Fft {
+  using Real = float;
+  using Cplx = float2;
+  static constexpr cudaDataType rtype = CUDA_R_32F, ctype = CUDA_C_32F;
+  static constexpr bool scaled = false;
+};
+template <>
+struct Fft<Precision::fp16> {
+  using Real = __half;
+  using Cplx = __half2;
+  static constexpr cudaDataType rtype = CUDA_R_16F, ctype = CUDA_C_16F;
+  static constexpr bool scaled = true;
+};
+template <>
+struct Fft<Precision::fp64> {
+  using Real = double;
+  using Cplx = double2;
+  static constexpr cudaDataType rtype = CUDA_R_64F, ctype = CUDA_C_64F;
+  static constexpr bool scaled = false;
+};
+
+// A cuFFT plan whose work area we own, so that workspace_bytes() can report it.
+class CufftPlan {
+ public:
+  CufftPlan() = default;
+  ~CufftPlan() {
+    if (h_) cufftDestroy(h_);
+  }
+  CufftPlan(const CufftPlan&) = delete;
+  CufftPlan& operator=(const CufftPlan&) = delete;
+  std::size_t make(long long n0, long long n1, cudaDataType in, cudaDataType out,
+                   cudaDataType exec, bool own_work) {
+    TC_CUFFT_CHECK(cufftCreate(&h_));
+    if (own_work) TC_CUFFT_CHECK(cufftSetAutoAllocation(h_, 0));
+    long long n[2] = {n0, n1};
+    std::size_t ws = 0;
+    TC_CUFFT_CHECK(cufftXtMakePlanMany(h_, 2, n, nullptr, 1, 0, in, nullptr, 1, 0, out, 1, &ws,
+                                       exec));
+    return ws;
+  }
+  cufftHandle get() const { return h_; }
+
+ private:
+  cufftHandle h_ = 0;
+};
+
+std::int64_t next_fast_size(std::int64_t n, bool pow2) {
+  n = std::max<std::int64_t>(n, 2);
+  if (pow2) {
+    std::int64_t p = 1;
+    while (p < n) p <<= 1;
+    return p;
+  }
+  for (std::int64_t m = n;; ++m) {
+    std::int64_t r = m;
+    for (int f : {2, 3, 5, 7})
+      while (r % f == 0) r /= f;
+    if (r == 1) return m;
+  }
+}
+
+// ---- device kernels ------------------------------------------------------------------------
+template <class Store>
+__global__ void __launch_bounds__(256) absmax_kernel(const Store* __restrict__ in,
+                                                     std::int64_t stride, int rows, int cols,
+                                                     unsigned* __restrict__ result) {
+  auto pick = [](float a, float b) { return (b > a || b != b) ? b : a; };  // NaN wins
+  float m = 0.f;
+  for (int y = blockIdx.y; y < rows; y += gridDim.y)
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < cols; x += gridDim.x * blockDim.x)
+      m = pick(m, fabsf(static_cast<float>(in[y * stride + x])));
+  for (int o = 16; o > 0; o >>= 1) m = pick(m, __shfl_xor_sync(0xffffffffu, m, o));
+  __shared__ float warp_max[8];
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < 8; ++w) m = pick(m, warp_max[w]);
+    // One atomic per block (per-warp atomics on one word serialize: ~0.4 ms at 4096^2).
+    // Non-negative floats (and NaN's bit pattern) order like unsigned integers.
+    atomicMax(result, __float_as_uint(m));
+  }
+}
+
+// Power-of-two image scale keeping every fp16 spectrum value below 2^15 (see the header).
+__device__ inline float image_scale(const unsigned* amax_bits, double nm) {
+  if (!amax_bits) return 1.f;
+  const float amax = __uint_as_float(*amax_bits);
+  if (!(amax > 0.f) || !isfinite(amax)) return 1.f;
+  return exp2f(floorf(log2f(static_cast<float>(32768.0 / nm) / amax)));
+}
+
+template <Precision P>
+__global__ void pad_kernel(const typename Prec<P>::Store* __restrict__ in, std::int64_t stride,
+                           int ih, int iw, typename Fft<P>::Real* __restrict__ buf, int n, int m,
+                           const unsigned* amax_bits) {
+  const float s = image_scale(amax_bits, double(n) * m);
+  for (int y = blockIdx.y; y < n; y += gridDim.y)
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < m; x += gridDim.x * blockDim.x) {
+      typename Fft<P>::Real v = 0;
+      if (y < ih && x < iw) {
+        if constexpr (Fft<P>::scaled)
+          v = __float2half_rn(__half2float(in[y * stride + x]) * s);
+        else
+          v = static_cast<typename Fft<P>::Real>(in[y * stride + x]);
+      }
+      buf[static_cast<std::int64_t>(y) * m + x] = v;
+    }
+}
+
+template <class Cplx>
+__device__ inline Cplx cmul(Cplx a, Cplx b) {
+  return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x};
+}
+__device__ inline __half2 cmul(__half2 a, __half2 b) {  // products in fp32, rounded once
+  const float2 x = __half22float2(a), y = __half22float2(b);
+  return __floats2half2_rn(x.x * y.x - x.y * y.y, x.x * y.y + x.y * y.x);
+}
+
+template <class Cplx>
+__global__ void multiply_kernel(Cplx* __restrict__ x, const Cplx* __restrict__ k, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    x[i] = cmul(x[i], k[i]);
+}
+
+template <Precision P>
+__global__ void crop_kernel(const typename Fft<P>::Real* __restrict__ buf, int m,
+                            typename Prec<P>::Store* __restrict__ out, std::int64_t stride,
+                            int oh, int ow, const unsigned* amax_bits, double nm, float kscale) {
+  float undo = 1.f;
+  if constexpr (Fft<P>::scaled) undo = 1.f / (image_scale(amax_bits, nm) * kscale * float(nm));
+  for (int y = blockIdx.y; y < oh; y += gridDim.y)
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < ow; x += gridDim.x * blockDim.x) {
+      const auto v = buf[static_cast<std::int64_t>(y) * m + x];
+      if constexpr (Fft<P>::scaled)
+        out[y * stride + x] = __float2half_rn(__half2float(v) * undo);
+      else
+        out[y * stride + x] = static_cast<typename Prec<P>::Store>(v);
+    }
+}
+
+// conj(F) * scale, into the plan's complex type.
+template <class Src, class Cplx>
+__global__ void finish_spectrum_kernel(const Src* __restrict__ f, Cplx* __restrict__ k,
+                                       std::int64_t n, double scale) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    if constexpr (std::is_same<Cplx, __half2>::value)
+      k[i] = __floats2half2_rn(float(f[i].x * scale), float(-f[i].y * scale));
+    else
+      k[i] = Cplx{static_cast<decltype(Cplx::x)>(f[i].x * scale),
+                  static_cast<decltype(Cplx::x)>(-f[i].y * scale)};
+  }
+}
+
+dim3 grid2d(std::int64_t cols, std::int64_t rows) {
+  return dim3(std::max(1, std::min(ceil_div(cols, 256), 64)),
+              static_cast<unsigned>(std::min<std::int64_t>(std::max<std::int64_t>(rows, 1), 65535)));
+}
+int grid1d(std::int64_t n) { return std::max(1, std::min(ceil_div(n, 256), 132 * 16)); }
+
+template <Precision P>
+class FftPlan final : public CudaPlan {
+  using F = Fft<P>;
+  using Real = typename F::Real;
+  using Cplx = typename F::Cplx;
+  using Store = typename Prec<P>::Store;
+
+ public:
+  explicit FftPlan(const PlanRequest& r) : CudaPlan(r) {
+    const bool pow2 = P == Precision::fp16;
+    n_ = next_fast_size(r.ih, pow2);
+    m_ = next_fast_size(r.iw, pow2);
+    mc_ = m_ / 2 + 1;
+    if (n_ > 0x7fffffff / 2 || m_ > 0x7fffffff / 2)
+      throw ValueError("image too large for the fft method");
+    // Our buffers first: an impossible size fails here as MemoryError naming the bytes.
+    real_.reset(n_ * m_ * sizeof(Real));
+    spec_.reset(n_ * mc_ * sizeof(Cplx));
+    kspec_.reset(n_ * mc_ * sizeof(Cplx));
+    if (F::scaled) amax_.reset(sizeof(unsigned));
+    const std::size_t ws_f = fwd_.make(n_, m_, F::rtype, F::ctype, F::ctype, true);
+    const std::size_t ws_i = inv_.make(n_, m_, F::ctype, F::rtype, F::ctype, true);
+    work_.reset(std::max(ws_f, ws_i));  // the two transforms run in turn: one work area
+    TC_CUFFT_CHECK(cufftSetWorkArea(fwd_.get(), work_.get()));
+    TC_CUFFT_CHECK(cufftSetWorkArea(inv_.get(), work_.get()));
+    kernel_spectrum(r);
+  }
+
+  std::size_t workspace_bytes() const override {
+    return work_.bytes() + real_.bytes() + spec_.bytes() + kspec_.bytes() + amax_.bytes();
+  }
+
+ protected:
+  void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
+    const int ih = static_cast<int>(in.rows), iw = static_cast<int>(in.cols);
+    const int n = static_cast<int>(n_), m = static_cast<int>(m_);
+    const unsigned* amax = nullptr;
+    if constexpr (F::scaled) {
+      TC_CUDA_CHECK(cudaMemsetAsync(amax_.get(), 0, sizeof(unsigned), stream));
+      const dim3 agrid(std::min(ceil_div(iw, 256), 4), std::min(ih, 1024));
+      absmax_kernel<Store><<<agrid, 256, 0, stream>>>(in.ptr<Store>(), in.row_stride,
+                                                               ih, iw, amax_.get<unsigned>());
+      TC_CUDA_LAUNCH_CHECK();
+      amax = amax_.get<unsigned>();
+    }
+    // The image itself is the transform's input when it already has the transform's shape.
+    const bool direct = std::is_same<Real, Store>::value && !F::scaled && ih == n && iw == m &&
+                        in.row_stride == m;
+    void* src = in.data;
+    if (!direct) {
+      pad_kernel<P><<<grid2d(m, n), 256, 0, stream>>>(in.ptr<Store>(), in.row_stride, ih, iw,
+                                                      real_.get<Real>(), n, m, amax);
+      TC_CUDA_LAUNCH_CHECK();
+      src = real_.get();
+    }
+    TC_CUFFT_CHECK(cufftSetStream(fwd_.get(), stream));
+    TC_CUFFT_CHECK(cufftSetStream(inv_.get(), stream));
+    TC_CUFFT_CHECK(cufftXtExec(fwd_.get(), src, spec_.get(), CUFFT_FORWARD));
+    multiply_kernel<Cplx><<<grid1d(n_ * mc_), 256, 0, stream>>>(spec_.get<Cplx>(),
+                                                                kspec_.get<Cplx>(), n_ * mc_);
+    TC_CUDA_LAUNCH_CHECK();
+    TC_CUFFT_CHECK(cufftXtExec(inv_.get(), spec_.get(), real_.get(), CUFFT_INVERSE));
+    crop_kernel<P><<<grid2d(out.cols, out.rows), 256, 0, stream>>>(
+        real_.get<Real>(), m, out.ptr<Store>(), out.row_stride, static_cast<int>(out.rows),
+        static_cast<int>(out.cols), amax, double(n_) * double(m_), kscale_);
+    TC_CUDA_LAUNCH_CHECK();
+  }
+
+ private:
+  // conj(FFT(k)) / (N M) for fp32/fp64 (in that precision); for fp16 computed in fp32 and
+  // scaled by a power of two <= 1 / sum|k| so that it fits half.
+  void kernel_spectrum(const PlanRequest& r) {
+    using KReal = std::conditional_t<P == Precision::fp64, double, float>;
+    using KCplx = std::conditional_t<P == Precision::fp64, double2, float2>;
+    std::vector<KReal> host(static_cast<std::size_t>(r.kh * r.kw));
+    double abs_sum = 0;
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      double v = r.kernel[i];
+      if (P == Precision::fp16 || P == Precision::fp16fp32)
+        v = static_cast<double>(__half2float(__double2half(v)));  // the operands are half
+      host[i] = static_cast<KReal>(v);
+      abs_sum += std::fabs(v);
+    }
+    double scale = 1.0 / (double(n_) * double(m_));
+    if constexpr (F::scaled) {
+      kscale_ = abs_sum > 0 ? static_cast<float>(std::exp2(-std::ceil(std::log2(abs_sum)))) : 1.f;
+      scale = kscale_;
+    }
+    // The kernel at the origin of an N x M zero array, then its transform.
+    DeviceBuffer kreal(n_ * m_ * sizeof(KReal)), kc(n_ * mc_ * sizeof(KCplx));
+    TC_CUDA_CHECK(cudaMemset(kreal.get(), 0, kreal.bytes()));
+    TC_CUDA_CHECK(cudaMemcpy2D(kreal.get(), m_ * sizeof(KReal), host.data(), r.kw * sizeof(KReal),
+                               r.kw * sizeof(KReal), r.kh, cudaMemcpyHostToDevice));
+    CufftPlan plan;
+    const cudaDataType rt = P == Precision::fp64 ? CUDA_R_64F : CUDA_R_32F;
+    const cudaDataType ct = P == Precision::fp64 ? CUDA_C_64F : CUDA_C_32F;
+    plan.make(n_, m_, rt, ct, ct, false);
+    TC_CUFFT_CHECK(cufftXtExec(plan.get(), kreal.get(), kc.get(), CUFFT_FORWARD));
+    finish_spectrum_kernel<KCplx, Cplx><<<grid1d(n_ * mc_), 256>>>(
+        kc.get<KCplx>(), kspec_.get<Cplx>(), n_ * mc_, scale);
+    TC_CUDA_LAUNCH_CHECK();
+    TC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  }
+
+  std::int64_t n_ = 0, m_ = 0, mc_ = 0;
+  float kscale_ = 1.f;
+  CufftPlan fwd_, inv_;
+  DeviceBuffer work_, real_, spec_, kspec_, amax_;
+};
+
+}  // namespace
+}  // namespace cuda
+
+std::unique_ptr<Plan> make_fft_plan(const PlanRequest& r) {
+  cuda::check_int_extent(r);
+  switch (r.precision) {
+    case Precision::fp16: return std::make_unique<cuda::FftPlan<Precision::fp16>>(r);
+    case Precision::fp16fp32: return std::make_unique<cuda::FftPlan<Precision::fp16fp32>>(r);
+    case Precision::fp32: return std::make_unique<cuda::FftPlan<Precision::fp32>>(r);
+    case Precision::fp64: return std::make_unique<cuda::FftPlan<Precision::fp64>>(r);
+    default: break;
+  }
+  throw ValueError(std::string("fft does not support precision ") + precision_name(r.precision));
+}
+
+}  // namespace tc

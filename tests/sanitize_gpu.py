@@ -1,0 +1,73 @@
+"""One call of every GPU kernel variant, for compute-sanitizer:
+
+    compute-sanitizer --tool memcheck  python tests/sanitize_gpu.py
+    compute-sanitizer --tool racecheck python tests/sanitize_gpu.py
+
+Small shapes chosen to reach tile edges, the W = 2 (half2) lane edges, every naive_shmem
+coefficient tier, separable's first/middle/last passes and its banded ring, and fft's padded,
+direct and scaled-fp16 paths. Exits non-zero when a result is wrong."""
+
+import os
+import sys
+
+import numpy as np
+import scipy.signal
+
+import tensorconv as tc
+from tensorconv.metrics import relative_l2
+
+BOUND = {"fp16": 3e-2, "fp16fp32": 5e-3, "bf16": 3e-2, "tf32": 5e-3, "fp32": 1e-5, "fp64": 1e-12}
+
+
+def check(method, precision, image, kernel):
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    err = relative_l2(out, scipy.signal.correlate2d(image, kernel, "valid"))
+    ok = err <= BOUND[precision]
+    print(f"{method:12s} {precision:9s} image {image.shape} kernel {kernel.shape}: "
+          f"rel_l2 {err:.2e} {'ok' if ok else 'FAIL'}", flush=True)
+    return ok
+
+
+def main():
+    rng = np.random.default_rng(0)
+    rows = {m.name: m for m in tc.methods()}
+    ok = True
+    for name in ("naive", "naive_shmem", "separable", "fft"):
+        for p in rows[name].precisions:
+            ok &= check(name, p, rng.standard_normal((37, 71)), rng.standard_normal((5, 4)))
+    # naive_shmem: multi-chunk kernels with shared coefficients (default), then the constant
+    # tiers (<= 4 KB, <= 30 KB launch parameters; larger falls back to shared).
+    for kshape in ((40, 33), (100, 80)):
+        for p in ("fp16", "fp32", "fp64"):
+            ok &= check("naive_shmem", p, rng.standard_normal((110, 95)),
+                        rng.standard_normal(kshape))
+    os.environ["TENSORCONV_NAIVE_SHMEM_COEFS"] = "constant"
+    for kshape in ((5, 4), (40, 33)):
+        for p in ("fp16", "fp32", "fp64"):
+            ok &= check("naive_shmem", p, rng.standard_normal((110, 95)),
+                        rng.standard_normal(kshape))
+    del os.environ["TENSORCONV_NAIVE_SHMEM_COEFS"]
+    # separable fused: a long segment (the walk shifts its T rows), rank 1 and r > 1 with a
+    # separate running sum (fp16fp32).
+    g = np.exp(-0.5 * ((np.arange(7) - 3) / 1.5) ** 2)
+    os.environ["TENSORCONV_SEPARABLE_SEGMENT"] = "200"
+    for p in ("fp32", "fp16fp32", "fp64"):
+        ok &= check("separable", p, rng.standard_normal((400, 130)), np.outer(g, g))
+        ok &= check("separable", p, rng.standard_normal((400, 130)), rng.standard_normal((9, 64)))
+    del os.environ["TENSORCONV_SEPARABLE_SEGMENT"]
+    # separable two-pass: rank 1 over several bands of the ring, then r > 1 passes with a
+    # separate running sum (fp16fp32); fft: the direct (fast size) path.
+    os.environ["TENSORCONV_SEPARABLE_FUSED"] = "0"
+    os.environ["TENSORCONV_SEPARABLE_BAND_MB"] = "1"
+    ok &= check("separable", "fp32", rng.standard_normal((700, 600)), np.outer(g, g))
+    ok &= check("separable", "fp16fp32", rng.standard_normal((300, 600)),
+                rng.standard_normal((3, 4)))
+    del os.environ["TENSORCONV_SEPARABLE_BAND_MB"], os.environ["TENSORCONV_SEPARABLE_FUSED"]
+    ok &= check("fft", "fp32", rng.standard_normal((64, 60)), rng.standard_normal((3, 3)))
+    ok &= check("fft", "fp64", rng.standard_normal((48, 50)), rng.standard_normal((3, 3)))
+    print("ALL OK" if ok else "SOME FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
