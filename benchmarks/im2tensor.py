@@ -151,22 +151,15 @@ def bench_variants(rows, part, n, ks, precisions, variants, image64, with_peers,
                       flush=True)
                 run = None
         if with_peers:
-            for name, dt in peer_dtypes:
-                x, kk = image64.to(dt), kt.to(dt)
-                fn = torch_conv(x, kk)
+            peers = [("torch_conv2d", torch_conv, d) for d in peer_dtypes]
+            peers += [("torch_fft", torch_fft, d) for d in fft_dtypes]
+            for impl, make, (name, dt) in peers:
+                fn = make(image64.to(dt), kt.to(dt))
                 ms = median_ms(fn)
-                r = row("peer:torch_conv2d", name, n, k, ms, None, mape_t(fn(), ref))
+                r = row("peer:" + impl, name, n, k, ms, None, mape_t(fn(), ref))
                 r["part"] = part
                 rows.append(r)
-                print(f"{part} n={n} k={k:2d} {name:8s} torch_conv2d       {ms:9.4f} ms", flush=True)
-            for name, dt in fft_dtypes:
-                x, kk = image64.to(dt), kt.to(dt)
-                fn = torch_fft(x, kk)
-                ms = median_ms(fn)
-                r = row("peer:torch_fft", name, n, k, ms, None, mape_t(fn(), ref))
-                r["part"] = part
-                rows.append(r)
-                print(f"{part} n={n} k={k:2d} {name:8s} torch_fft          {ms:9.4f} ms", flush=True)
+                print(f"{part} n={n} k={k:2d} {name:8s} {impl:18s} {ms:9.4f} ms", flush=True)
 
 
 def table4(rows, n, image64):
