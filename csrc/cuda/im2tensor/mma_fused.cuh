@@ -29,14 +29,6 @@ template <> struct MmaOp<TrFp16> {  // half accumulator requested, as the paper'
         : "+r"(c[0]), "+r"(c[1])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
-  // c = a·b (zero accumulator as an operand: no zeroing instructions)
-  __device__ static void run0(std::uint32_t* c, const std::uint32_t* a, const std::uint32_t* b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
-        "{%8,%8};\n"
-        : "=r"(c[0]), "=r"(c[1])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0u));
-  }
   // element i of 4: rows g (i < 2) / g+8, columns 2t + (i & 1)
   __device__ static float get(const std::uint32_t* c, int i) {
     const __half2 h = *reinterpret_cast<const __half2*>(&c[i >> 1]);
@@ -61,22 +53,6 @@ template <class AB> struct MmaF32 {
           : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
     }
   }
-  __device__ static void run0(std::uint32_t* c, const std::uint32_t* a, const std::uint32_t* b) {
-    float* f = reinterpret_cast<float*>(c);
-    if constexpr (std::is_same_v<AB, __half>) {
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-          "{%8,%9}, {%10,%10,%10,%10};\n"
-          : "=f"(f[0]), "=f"(f[1]), "=f"(f[2]), "=f"(f[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.f));
-    } else {
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-          "{%8,%9}, {%10,%10,%10,%10};\n"
-          : "=f"(f[0]), "=f"(f[1]), "=f"(f[2]), "=f"(f[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.f));
-    }
-  }
   __device__ static float get(const std::uint32_t* c, int i) {
     return reinterpret_cast<const float*>(c)[i];
   }
@@ -99,11 +75,10 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t* r, const void* 
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
 }
 
-// Per-warp diagonal buffer: 8 rows (g) of L = 8·(NT + 2·MT - 1) partials between 8 zero floats
-// on each side (the diagonal reads then need no bounds checks); row pitch ≡ 8 mod 32 floats so
-// the lanes' float2 stores and the diagonal reads are free of bank conflicts.
+// Per-warp diagonal buffer: 8 rows (g) of L = 8·(NT + 2·MT - 1) partials, row pitch ≡ 8 mod 32
+// floats so the lanes' float2 stores and the diagonal reads are free of bank conflicts.
 __host__ __device__ inline int mma_buf_pitch(int nt, int mt) {
-  const int L = 8 * (nt + 2 * mt - 1) + 16;
+  const int L = 8 * (nt + 2 * mt - 1);
   return L + ((8 - L % 32) + 32) % 32;
 }
 
@@ -162,9 +137,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
       for (int kc = 0; kc < KC; ++kc)
         ldmatrix_x4(af[mt][kc], sA + (mt * 16 + (lm & 1) * 8 + lr) * g.ldA + kc * 16 + (lm >> 1) * 8);
   }
-  for (int e = lane; e < 8 * 16; e += 32)  // the zero pads around each buffer row
-    buf[(e >> 4) * pitch + ((e & 15) < 8 ? (e & 15) : 8 * (NT + 2 * MT - 1) + (e & 15))] = 0.f;
-  __syncwarp();
   // ldmatrix.trans row address of this lane within a 16(y) x 16(c) tile of S
   const int b_row = ((lane >> 3) & 1) * 8 + (lane & 7), b_col = (lane >> 4) * 8;
 
@@ -177,8 +149,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
     for (int i = 0; i < 2 * MT; ++i) p[i][0] = p[i][1] = 0.f;
     int k_emit = 0;
     auto emit = [&]() {
-      *reinterpret_cast<float2*>(buf + gq * pitch + 8 + 8 * k_emit + 2 * tq) =
-          make_float2(p[0][0], p[0][1]);
+      *reinterpret_cast<float2*>(buf + gq * pitch + 8 * k_emit + 2 * tq) = make_float2(p[0][0], p[0][1]);
       ++k_emit;
 #pragma unroll
       for (int i = 0; i + 1 < 2 * MT; ++i) { p[i][0] = p[i + 1][0]; p[i][1] = p[i + 1][1]; }
@@ -188,18 +159,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
     for (int nt2 = 0; nt2 < NT / 2; ++nt2) {
       std::uint32_t acc[MT][2][Op::CREGS];
 #pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int q = 0; q < Op::CREGS; ++q) acc[mt][j][q] = 0u;  // 0.0f and half2(0,0)
+#pragma unroll
       for (int kc = 0; kc < KC; ++kc) {
         std::uint32_t b[4];
         ldmatrix_x4_trans(b, sS + (rr + kc * 16 + b_row) * g.ldS + nt2 * 16 + b_col);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          if (kc == 0) {
-            Op::run0(acc[mt][0], af[mt][kc], b);
-            Op::run0(acc[mt][1], af[mt][kc], b + 2);
-          } else {
-            Op::run(acc[mt][0], af[mt][kc], b);
-            Op::run(acc[mt][1], af[mt][kc], b + 2);
-          }
+          Op::run(acc[mt][0], af[mt][kc], b);
+          Op::run(acc[mt][1], af[mt][kc], b + 2);
         }
       }
 #pragma unroll
@@ -219,13 +191,16 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
     for (int f = 1; f < 2 * MT; ++f) emit();
     __syncwarp();
 
-    // Local diagonal D (0 .. hB+Wc-2) of the slice = column D - 7 + g of buffer row g (+8 pad).
-    const int ndiag = g.hB + g.Wc - 1;
+    // Local diagonal D (0 .. hB+Wc-2) of the slice = column D - 7 + g of buffer row g.
+    const int ndiag = g.hB + g.Wc - 1, L = 8 * (NT + 2 * MT - 1);
     const int jofs = c0 - x0 - (g.hB - 1);
     for (int D = lane; D < ndiag; D += 32) {
       float s = 0.f;
 #pragma unroll
-      for (int gg = 0; gg < 8; ++gg) s += buf[gg * pitch + D + 1 + gg];
+      for (int gg = 0; gg < 8; ++gg) {
+        const int col = D - 7 + gg;
+        if (col >= 0 && col < L) s += buf[gg * pitch + col];
+      }
       const int j = jofs + D;
       if (j >= 0 && j < g.wR) {
         using Out = typename T::Out;
