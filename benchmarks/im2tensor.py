@@ -13,6 +13,7 @@ against PyTorch conv2d in float64 on the same image. Image: the first USC-SIPI m
 resized (bilinear) to the size, as the paper resizes 'cameraman'.
 
 Usage: python benchmarks/im2tensor.py [--parts fig9,table3,table4] [--out DIR] [--quick]
+       python benchmarks/im2tensor.py --replot results/im2tensor_<device>.json
 Writes DIR/im2tensor_<device>.json (format: benchmarks/README or docs) and PNG figures."""
 
 from __future__ import annotations
@@ -229,7 +230,7 @@ def plots(rows, out: Path, slug: str):
             ax.grid(alpha=0.3)
             ax.set_xlabel("k")
             ax.set_ylabel("ms")
-        axes.flat[0].legend(fontsize=6)
+            ax.legend(fontsize=5)
         fig.suptitle(f"4096x4096 ({slug})")
         fig.tight_layout()
         fn = out / f"im2tensor_table3_{slug}.png"
@@ -240,11 +241,17 @@ def plots(rows, out: Path, slug: str):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--replot", help="only redraw the figures of this results JSON")
     ap.add_argument("--parts", default="fig9,table3,table4")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     ap.add_argument("--quick", action="store_true", help="fewer kernel sizes (smoke test)")
     ap.add_argument("--precisions", default=",".join(PRECISIONS))
     a = ap.parse_args(argv)
+    if a.replot:
+        doc = json.loads(Path(a.replot).read_text())
+        slug = re.sub(r"[^a-z0-9]+", "_", doc["device"].lower()).strip("_")
+        print("wrote", *plots(doc["rows"], Path(a.replot).parent, slug))
+        return
     parts = set(a.parts.split(","))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
