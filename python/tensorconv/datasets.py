@@ -20,6 +20,7 @@ import io
 import os
 import sys
 import tarfile
+import warnings
 from pathlib import Path
 from typing import Iterator
 
@@ -91,7 +92,11 @@ def convert_usc_sipi(source, dest=None, *, overwrite: bool = False) -> Path:
             with fits.open(out) as hdul:
                 if hdul[0].header.get("SRCSHA") == sha:
                     continue
-        pixels = tifffile.imread(io.BytesIO(blob))
+        with warnings.catch_warnings():
+            # tifffile's own deprecation notices about newer NumPy are not the user's concern
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            pixels = tifffile.imread(io.BytesIO(blob))
         hdu = fits.PrimaryHDU(to_unit_gray(pixels))
         h = hdu.header
         h["DATASET"] = ("USC-SIPI misc", "USC-SIPI Image Database, Miscellaneous volume")
