@@ -14,7 +14,7 @@ export PYTHONUNBUFFERED=1
 python3 -c "import tensorconv as tc; print(tc.methods_table())"
 workers=""
 python3 -c "import xdist" 2>/dev/null && workers="-n 8"
-timeout ${TESTS_S:-420} python3 -m pytest -q -rs -p no:cacheprovider $workers > "$OUT/pytest.txt" 2>&1
+timeout ${TESTS_S:-420} python3 -m pytest -q -rs -p no:cacheprovider -p no:benchmark $workers > "$OUT/pytest.txt" 2>&1
 echo "pytest rc=$? ($(( $(date +%s) - t0 )) s)"
 grep -E "^(FAILED|ERROR)" "$OUT/pytest.txt" | head -40
 tail -n 4 "$OUT/pytest.txt"
