@@ -97,10 +97,25 @@ def _report_dir() -> Path:
     return Path(env) if env else cache_dir() / "report"
 
 
+def pytest_sessionstart(session):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        for part in _report_dir().glob("accuracy.part-*.json"):
+            part.unlink()
+
+
 def pytest_sessionfinish(session, exitstatus):
+    out = _report_dir()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:  # under pytest-xdist each worker leaves its rows for the controller to merge
+        if ACCURACY_ROWS:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"accuracy.part-{worker}.json").write_text(json.dumps(ACCURACY_ROWS))
+        return
+    for part in sorted(out.glob("accuracy.part-*.json")):
+        ACCURACY_ROWS.extend(json.loads(part.read_text()))
+        part.unlink()
     if not ACCURACY_ROWS:
         return
-    out = _report_dir()
     out.mkdir(parents=True, exist_ok=True)
     rows = sorted(ACCURACY_ROWS, key=lambda r: (r["method"], r["precision"], r["k"]))
     meta = {"tensorconv": tc.__version__, "scipy": scipy.__version__,

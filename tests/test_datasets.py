@@ -79,3 +79,16 @@ def test_to_unit_gray_rejects_bad_pixels():
         datasets.to_unit_gray(np.zeros((2, 2), np.uint16))
     with pytest.raises(ValueError, match="2-D gray or 3-D colour"):
         datasets.to_unit_gray(np.zeros(4, np.uint8))
+
+
+def test_concurrent_conversion_leaves_whole_files(tiff_dir, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    dest = tmp_path / "shared-cache"
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: datasets.convert_usc_sipi(tiff_dir, dest, overwrite=True),
+                      range(4)))
+    assert not list(dest.glob("*.tmp"))
+    loaded = dict(datasets.load_usc_sipi(dest))
+    assert len(loaded) == 39
+    assert all(a.ndim == 2 and a.size > 0 for a in loaded.values())

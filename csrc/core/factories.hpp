@@ -11,4 +11,10 @@ std::unique_ptr<Plan> make_naive_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_naive_shmem_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_separable_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_fft_plan(const PlanRequest&);
+// csrc/cuda/im2tensor/ (CUDA builds only)
+std::unique_ptr<Plan> make_im2tensor_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_im2tensor_shmem_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_im2tensor_fused_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_im2tensor_atomic_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_im2tensor_cublas_plan(const PlanRequest&);
 }  // namespace tc

@@ -40,6 +40,26 @@ const std::vector<MethodInfo>& registry() {
        TC_CUDA_FACTORY(make_fft_plan),
        "cuFFT R2C/C2R product of spectra, fast transform sizes, kernel spectrum once per plan; "
        "fp16 via cufftXt half (power-of-two sizes), fp16fp32 transforms in fp32"},
+      // im2tensor (Seznec et al. 2022), csrc/cuda/im2tensor/. sm_80: bf16, tf32 and DMMA WMMA.
+      {"im2tensor", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
+       TC_CUDA_FACTORY(make_im2tensor_plan),
+       "im2tensor Alg. 1: P = K^T S on tensor cores, S rows read from global, then Tr+ pass"},
+      {"im2tensor_shmem", Device::cuda,
+       {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
+       TC_CUDA_FACTORY(make_im2tensor_shmem_plan),
+       "im2tensor with K and S blocks staged in shared memory, then Tr+ pass"},
+      {"im2tensor_fused", Device::cuda,
+       {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
+       TC_CUDA_FACTORY(make_im2tensor_fused_plan),
+       "im2tensor Alg. 2: in-block diagonal sums, shared partial-sum rows, recombination"},
+      {"im2tensor_atomic", Device::cuda,
+       {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
+       TC_CUDA_FACTORY(make_im2tensor_atomic_plan),
+       "im2tensor fused with atomic accumulation into the output, no workspace"},
+      {"im2tensor_cublas", Device::cuda,
+       {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
+       TC_CUDA_FACTORY(make_im2tensor_cublas_plan),
+       "im2tensor reference: explicit S, cuBLAS strided batched GEMM, Tr+ pass"},
   };
   return table;
 }

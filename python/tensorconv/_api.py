@@ -19,7 +19,7 @@ _MODES = ("full", "valid", "same")
 _BOUNDARIES = {"fill": "fill", "pad": "fill", "wrap": "wrap", "circular": "wrap",
                "symm": "symm", "symmetric": "symm"}
 # 'auto' sends host arrays to the GPU only above this many multiply-adds (staging costs ~ms).
-_AUTO_GPU_MIN_MACS = 2e8
+_AUTO_GPU_MIN_MACS = 5e7
 
 
 def default_precision(*dtype_strs: str) -> str:
@@ -76,12 +76,51 @@ def _check_fillvalue(fillvalue) -> float:
     return float(fillvalue)
 
 
-def choose_method(precision: str, on_device: bool, macs: float = 0.0) -> str:
-    """The 'auto' rule: device arrays stay on their device; host arrays go to the GPU when the
-    work is large enough to pay for the copies. Ranking follows the registry order."""
+# Fastest deterministic GPU method per precision, from benchmarks/results (H100, 4096², same
+# runs as the peers): small kernels are memory-bound (naive_shmem); the half formats go to the
+# tensor cores (im2tensor_fused); fp32/fp64 switch to cuFFT above k ~ 15; rank-1 kernels from
+# k ~ 10 take the separable passes. im2tensor_atomic is faster still in bf16 but its last bits
+# vary between runs, so 'auto' never picks it.
+_SMALL_AREA = 100
+_FFT_AREA = 225
+
+
+def _rank1(kernel: np.ndarray, precision: str) -> bool:
+    if min(kernel.shape) == 1:
+        return True
+    if not np.isfinite(kernel).all():
+        return False
+    s = np.linalg.svd(kernel, compute_uv=False)
+    tol = 1e-13 if precision == "fp64" else 1e-6
+    return bool(s[0] > 0 and s[1] <= tol * s[0])
+
+
+def _gpu_preference(precision: str, kernel: np.ndarray | None) -> list:
+    if kernel is None:
+        return []
+    area = kernel.shape[0] * kernel.shape[1]
+    prefs = []
+    if area > _SMALL_AREA and _rank1(kernel, precision):
+        prefs.append("separable")
+    if area <= _SMALL_AREA or precision == "tf32":
+        prefs.append("naive_shmem")
+    elif precision in ("fp16", "fp16fp32", "bf16"):
+        prefs.append("im2tensor_fused")
+    elif area > _FFT_AREA:
+        prefs.append("fft")
+    prefs.append("naive_shmem")
+    return prefs
+
+
+def choose_method(precision: str, on_device: bool, macs: float = 0.0,
+                  kernel: np.ndarray | None = None) -> str:
+    """The 'auto' rule. Device arrays stay on their device; host arrays go to the GPU when the
+    work (`macs` multiply-adds) pays for the copies. On the GPU the measured ranking above
+    decides, given the host float64 `kernel`; otherwise registry order."""
     rows = [m for m in _methods() if m.available and precision in m.precisions]
     gpu = [m.name for m in rows if m.device == "cuda"]
     cpu = [m.name for m in rows if m.device == "cpu"]
+    gpu = [n for n in _gpu_preference(precision, kernel) if n in gpu] + gpu
     if on_device:
         order = gpu
     else:
@@ -140,14 +179,14 @@ class Plan:
         pw = iw + self.pads[1][0] + self.pads[1][1]
         if not isinstance(method, str):
             raise TypeError(f"method must be a string, got {type(method).__name__}")
-        if method == "auto":
-            on_device = kb.on_device if device is None else device == "cuda"
-            method = choose_method(self.precision, on_device, float(ph - kh + 1) *
-                                   (pw - kw + 1) * kh * kw)
-        self.method = method
         k64 = kb.to_host_float64(kernel)
         if self.convolve:
             k64 = np.ascontiguousarray(k64[::-1, ::-1])
+        if method == "auto":
+            on_device = kb.on_device if device is None else device == "cuda"
+            method = choose_method(self.precision, on_device,
+                                   float(ph - kh + 1) * (pw - kw + 1) * kh * kw, k64)
+        self.method = method
         self._device = {m.name: m.device for m in _methods()}.get(method)
         self._plan = _core.make_plan(method, k64, ph, pw, self.precision)
         self.kernel_shape = (kh, kw)

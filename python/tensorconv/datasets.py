@@ -20,6 +20,8 @@ import io
 import os
 import sys
 import tarfile
+import tempfile
+import warnings
 from pathlib import Path
 from typing import Iterator
 
@@ -91,7 +93,11 @@ def convert_usc_sipi(source, dest=None, *, overwrite: bool = False) -> Path:
             with fits.open(out) as hdul:
                 if hdul[0].header.get("SRCSHA") == sha:
                     continue
-        pixels = tifffile.imread(io.BytesIO(blob))
+        with warnings.catch_warnings():
+            # tifffile's own deprecation notices about newer NumPy are not the user's concern
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            pixels = tifffile.imread(io.BytesIO(blob))
         hdu = fits.PrimaryHDU(to_unit_gray(pixels))
         h = hdu.header
         h["DATASET"] = ("USC-SIPI misc", "USC-SIPI Image Database, Miscellaneous volume")
@@ -101,7 +107,16 @@ def convert_usc_sipi(source, dest=None, *, overwrite: bool = False) -> Path:
         h["LUMA"] = ("0.299R+0.587G+0.114B", "ITU-R BT.601 luma for colour sources")
         h["SCALE"] = ("value/255", "8-bit values scaled to [0, 1]")
         h["ORIGIN"] = "tensorconv"
-        hdu.writeto(out, overwrite=True)
+        # Write beside, then rename: concurrent converters (pytest-xdist workers, several
+        # notebooks) and readers only ever see whole files.
+        fd, tmp = tempfile.mkstemp(suffix=".fits.tmp", dir=dest)
+        os.close(fd)
+        try:
+            hdu.writeto(tmp, overwrite=True)
+            os.replace(tmp, out)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     if count == 0:
         raise FileNotFoundError(f"no TIFF images in {source}. {HOW_TO_GET}")
     return dest

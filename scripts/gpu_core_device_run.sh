@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU core's checks on a lent GPU machine, in one go (see /work/notes/device.md):
-#   bash benchmarks/run_gpu_core_device.sh "tests sanitize bench"   (from the repo root copy)
+#   bash scripts/gpu_core_device_run.sh "tests sanitize bench"   (from the repo root copy)
 # Results under $OUT: tests.txt, memcheck.txt, racecheck.txt, bench.txt, gpu_core.json,
 # accuracy.txt, report/accuracy.{json,md} (ncu.txt with the ncu phase).
 set -u

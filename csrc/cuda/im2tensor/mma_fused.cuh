@@ -1,0 +1,225 @@
+// The fused P_block kernel on mma.sync (m16n8k16, fp16 / fp16fp32 / bf16), used by
+// im2tensor_fused and im2tensor_atomic when the kernel fits one block (kh, kw <= 64).
+// Measured reason (benchmarks/IM2TENSOR_NOTES.md): the WMMA kernel is bound by shared memory
+// (L1 97 % busy at k = 15): every P element went through shared memory twice and K̂ᵀ fragments
+// were reloaded per tile. Here the accumulator layout is known, so
+//   * K̂ᵀ fragments stay in registers for the whole thread block;
+//   * the sum over x along a diagonal is done in registers for the 2·MT row groups a lane
+//     holds (x = 8u + g: elements (u, n-tile w+u) share a diagonal), in a sliding window over
+//     the n-tiles, leaving 8 partials per diagonal (one per g) to go through shared memory;
+//   * diagonals that lie wholly inside the block are final pixels, written straight to R; only
+//     the hB-1 diagonals a block shares with its neighbour on each side go through C (or
+//     atomics), and the recombination pass visits only those columns.
+// Included by im2tensor.cuh (needs its traits, Geo, Args, stage_image).
+#pragma once
+
+namespace tc {
+namespace cuda {
+namespace i2t {
+
+constexpr int kMmaWarps = 4;
+
+template <class T> struct MmaOp;
+template <> struct MmaOp<TrFp16> {  // half accumulator requested, as the paper's fp16
+  static constexpr int CREGS = 2;
+  __device__ static void run(std::uint32_t* c, const std::uint32_t* a, const std::uint32_t* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+        "{%0,%1};\n"
+        : "+r"(c[0]), "+r"(c[1])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+  // element i of 4: rows g (i < 2) / g+8, columns 2t + (i & 1)
+  __device__ static float get(const std::uint32_t* c, int i) {
+    const __half2 h = *reinterpret_cast<const __half2*>(&c[i >> 1]);
+    return (i & 1) ? __high2float(h) : __low2float(h);
+  }
+};
+template <class AB> struct MmaF32 {
+  static constexpr int CREGS = 4;
+  __device__ static void run(std::uint32_t* c, const std::uint32_t* a, const std::uint32_t* b) {
+    float* f = reinterpret_cast<float*>(c);
+    if constexpr (std::is_same_v<AB, __half>) {
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+          "{%8,%9}, {%0,%1,%2,%3};\n"
+          : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    } else {
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+          "{%8,%9}, {%0,%1,%2,%3};\n"
+          : "+f"(f[0]), "+f"(f[1]), "+f"(f[2]), "+f"(f[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+  }
+  __device__ static float get(const std::uint32_t* c, int i) {
+    return reinterpret_cast<const float*>(c)[i];
+  }
+};
+template <> struct MmaOp<TrFp16Fp32> : MmaF32<__half> {};
+template <> struct MmaOp<TrBf16> : MmaF32<__nv_bfloat16> {};
+
+template <class T> constexpr bool kHasMma = std::is_same_v<T, TrFp16> ||
+                                            std::is_same_v<T, TrFp16Fp32> ||
+                                            std::is_same_v<T, TrBf16>;
+
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t* r, const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t* r, const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+
+// Per-warp diagonal buffer: 8 rows (g) of L = 8·(NT + 2·MT - 1) partials, row pitch ≡ 8 mod 32
+// floats so the lanes' float2 stores and the diagonal reads are free of bank conflicts.
+__host__ __device__ inline int mma_buf_pitch(int nt, int mt) {
+  const int L = 8 * (nt + 2 * mt - 1);
+  return L + ((8 - L % 32) + 32) % 32;
+}
+
+struct MmaSmem {
+  std::size_t a, s, buf, total;
+  __host__ __device__ explicit MmaSmem(const Geo& g) {
+    std::size_t o = 0;
+    a = o;
+    o = align_up(o + 2 * static_cast<std::size_t>(g.hB) * g.ldA, 128);
+    s = o;
+    o = align_up(o + 2 * static_cast<std::size_t>(g.rowsS) * g.ldS, 128);
+    buf = o;
+    o += sizeof(float) * kMmaWarps * 8 * mma_buf_pitch(g.nct, g.hB / 16);
+    total = o;
+  }
+};
+
+// MT: 16-row groups of x (hB = 16·MT); KC: 16-row chunks of y (ĥK = 16·KC); the block is
+// kMmaNT n-tiles wide (Wc = 128, the best width measured for every k), a compile-time count so
+// the n-tile loop unrolls and the diagonal window's shifts become register renames.
+constexpr int kMmaNT = 16;
+template <class T, Epi E, int MT, int KC>
+__global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
+  static_assert(kHasMma<T>, "mma.sync path: fp16, fp16fp32, bf16");
+  using S = typename T::Stage;
+  using Op = MmaOp<T>;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const Geo& g = a.g;
+  const MmaSmem lay(g);
+  const int jb = blockIdx.x, rb = blockIdx.y, ib = blockIdx.z;
+  const int c0 = jb * g.Wc, r0 = rb * g.dB, x0 = ib * g.hB;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int gq = lane >> 2, tq = lane & 3;  // mma "groupID" and "threadID_in_group"
+  S* sA = reinterpret_cast<S*>(smem_raw + lay.a);
+  S* sS = reinterpret_cast<S*>(smem_raw + lay.s);
+  constexpr int NT = kMmaNT;
+  const int pitch = mma_buf_pitch(NT, MT);
+  float* buf = reinterpret_cast<float*>(smem_raw + lay.buf) + warp * 8 * pitch;
+
+  {
+    const S* src = static_cast<const S*>(a.kt) + static_cast<std::size_t>(x0) * g.hKp;
+    for (int e = threadIdx.x; e < g.hB * g.hKp; e += blockDim.x)
+      sA[(e / g.hKp) * g.ldA + e % g.hKp] = src[e];
+  }
+  stage_image<T>(static_cast<const typename T::In*>(a.in), a.in_ld, g.ih, g.iw, r0, g.rowsS, c0,
+                 g.Wc, sS, g.ldS, a.vec_ok);
+  __syncthreads();
+
+  // K̂ᵀ fragments for the whole block, in registers.
+  std::uint32_t af[MT][KC][4];
+  {
+    const int lm = lane >> 3, lr = lane & 7;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int kc = 0; kc < KC; ++kc)
+        ldmatrix_x4(af[mt][kc], sA + (mt * 16 + (lm & 1) * 8 + lr) * g.ldA + kc * 16 + (lm >> 1) * 8);
+  }
+  // ldmatrix.trans row address of this lane within a 16(y) x 16(c) tile of S
+  const int b_row = ((lane >> 3) & 1) * 8 + (lane & 7), b_col = (lane >> 4) * 8;
+
+  for (int rr = warp; rr < g.dB; rr += kMmaWarps) {
+    const int r = r0 + rr;
+    if (r >= g.hR) break;  // warp-uniform
+    // p[i][e]: diagonal window, i ↔ n-tile offset w = nt - (2MT-1) + i of this lane's diagonals
+    float p[2 * MT][2];
+#pragma unroll
+    for (int i = 0; i < 2 * MT; ++i) p[i][0] = p[i][1] = 0.f;
+    int k_emit = 0;
+    auto emit = [&]() {
+      *reinterpret_cast<float2*>(buf + gq * pitch + 8 * k_emit + 2 * tq) = make_float2(p[0][0], p[0][1]);
+      ++k_emit;
+#pragma unroll
+      for (int i = 0; i + 1 < 2 * MT; ++i) { p[i][0] = p[i + 1][0]; p[i][1] = p[i + 1][1]; }
+      p[2 * MT - 1][0] = p[2 * MT - 1][1] = 0.f;
+    };
+#pragma unroll
+    for (int nt2 = 0; nt2 < NT / 2; ++nt2) {
+      std::uint32_t acc[MT][2][Op::CREGS];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int q = 0; q < Op::CREGS; ++q) acc[mt][j][q] = 0u;  // 0.0f and half2(0,0)
+#pragma unroll
+      for (int kc = 0; kc < KC; ++kc) {
+        std::uint32_t b[4];
+        ldmatrix_x4_trans(b, sS + (rr + kc * 16 + b_row) * g.ldS + nt2 * 16 + b_col);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          Op::run(acc[mt][0], af[mt][kc], b);
+          Op::run(acc[mt][1], af[mt][kc], b + 2);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        // element (row group u = 2mt + h, this n-tile) lies on window slot 2MT-1-u
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              p[2 * MT - 1 - (2 * mt + h)][e] += Op::get(acc[mt][j], 2 * h + e);
+        emit();
+      }
+    }
+#pragma unroll
+    for (int f = 1; f < 2 * MT; ++f) emit();
+    __syncwarp();
+
+    // Local diagonal D (0 .. hB+Wc-2) of the slice = column D - 7 + g of buffer row g.
+    const int ndiag = g.hB + g.Wc - 1, L = 8 * (NT + 2 * MT - 1);
+    const int jofs = c0 - x0 - (g.hB - 1);
+    for (int D = lane; D < ndiag; D += 32) {
+      float s = 0.f;
+#pragma unroll
+      for (int gg = 0; gg < 8; ++gg) {
+        const int col = D - 7 + gg;
+        if (col >= 0 && col < L) s += buf[gg * pitch + col];
+      }
+      const int j = jofs + D;
+      if (j >= 0 && j < g.wR) {
+        using Out = typename T::Out;
+        Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r) * a.out_ld + j;
+        if (D >= g.hB - 1 && D < g.Wc) {
+          // Every x of this diagonal lies in this block (nI = 1 here): the pixel is final.
+          *R = narrow<Out>(s);
+        } else if constexpr (E == Epi::partial_c) {
+          float* C = static_cast<float*>(a.ws);
+          C[(static_cast<std::size_t>(r) * g.NC + (ib + jb) % g.NC) * g.wR + j] = s;
+        } else {
+          atomicAdd(R, narrow<Out>(s));
+        }
+      }
+    }
+    __syncwarp();
+  }
+}
+
+}  // namespace i2t
+}  // namespace cuda
+}  // namespace tc

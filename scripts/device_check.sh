@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole package on a lent GPU machine in one call: build for sm_90a, then the full pytest
+# suite (unit, GPU and the USC-SIPI accuracy suite for every method x precision).
+#   rm -rf .shared && cp -a ../shared .shared     # here, once; carry .shared and .whl
+#   bash scripts/device_check.sh                   # there; results under $OUT
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+t0=$(date +%s)
+source .shared/tools/device-setup.sh > "$OUT/build.txt" 2>&1 || { tail -n 40 "$OUT/build.txt"; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s"
+export TENSORCONV_REPORT_DIR=$OUT/report TENSORCONV_CACHE=/tmp/tc-cache TENSORCONV_REQUIRE_DATA=1
+export PYTHONUNBUFFERED=1
+python3 -c "import tensorconv as tc; print(tc.methods_table())"
+workers=""
+python3 -c "import xdist" 2>/dev/null && workers="-n 8"
+timeout ${TESTS_S:-420} python3 -m pytest -q -rs -p no:cacheprovider -p no:benchmark $workers > "$OUT/pytest.txt" 2>&1
+echo "pytest rc=$? ($(( $(date +%s) - t0 )) s)"
+grep -E "^(FAILED|ERROR)" "$OUT/pytest.txt" | head -40
+tail -n 4 "$OUT/pytest.txt"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine: build, im2tensor tests, benchmarks, sanitizer, ncu.
+# Run from the repository root after `source .shared/tools/device-setup.sh`; results in $OUT.
+# Stages have their own time limits so one slow stage cannot eat the others' time.
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+stage() { local t=$1; shift; local name=$1; shift; local s=$(date +%s)
+  timeout "$t" "$@" > "$OUT/$name.txt" 2>&1; local r=$?
+  echo "== $name: exit $r in $(( $(date +%s) - s )) s" | tee -a "$OUT/summary.txt"; }
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv >> "$OUT/summary.txt"
+stage ${T_TEST:-150} tests python3 -m pytest -q --maxfail=8 -p no:cacheprovider tests/test_im2tensor.py \
+  -m "not slow" ${PYTEST_EXTRA:-}
+tail -3 "$OUT/tests.txt" >> "$OUT/summary.txt"
+stage ${T_BENCH:-240} bench python3 benchmarks/im2tensor.py --out "$OUT" ${BENCH_ARGS:-}
+stage ${T_SAN:-150} sanitize env I2T_SAN_TIMEOUT=70 scripts/im2tensor_sanitize.sh "$OUT"
+cat "$OUT/sanitize.txt" >> "$OUT/summary.txt"
+if [ -n "${NCU:-}" ]; then
+  stage 90 ncu ncu --kernel-name regex:pblock_kernel --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis python3 benchmarks/im2tensor.py --parts table3 --quick \
+    --precisions fp16fp32 --out /tmp/ncu_bench
+fi
+grep -E "table3 n=4096 k=(15|25|35|55) fp16fp32" "$OUT/bench.txt" >> "$OUT/summary.txt"

@@ -1,0 +1,135 @@
+"""im2tensor variants (Seznec et al. 2022) x every precision: odd shapes that exercise every block
+geometry (several x-blocks, tall kernels that overflow the shared-memory S block, images
+narrower than a P_block), bit-identical repeats, the atomic variant's bounded run-to-run
+variation, the workspace of Table 4, and a USC-SIPI subset. The full 39-image MAPE table per
+kernel size is tests/test_accuracy.py (it enumerates these methods from the registry)."""
+
+import numpy as np
+import pytest
+import scipy.signal
+from bounds import mape_bound, rel_l2_bound
+from conftest import accuracy_kernel, scipy_reference
+
+import tensorconv as tc
+from tensorconv.metrics import mape, relative_l2
+
+VARIANTS = ("im2tensor", "im2tensor_shmem", "im2tensor_fused", "im2tensor_atomic",
+            "im2tensor_cublas")
+PRECISIONS = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
+
+# (image, kernel): what each exercises in csrc/cuda/im2tensor/im2tensor.cuh
+SHAPES = [
+    ((67, 93), (3, 5)),      # one x-block, ragged last c-block
+    ((61, 301), (7, 70)),    # kw > 64: two x-blocks, C rows > 2
+    ((45, 700), (5, 131)),   # three x-blocks
+    ((333, 37), (300, 4)),   # tall kernel: S block too big for shared memory -> global reads
+    ((20, 19), (20, 19)),    # 1x1 output
+    ((1, 200), (1, 9)),      # one row, kh = 1 padded to K
+    ((150, 1), (17, 1)),     # one column
+    ((129, 257), (55, 55)),  # the paper's largest size
+]
+
+pytestmark = pytest.mark.gpu
+
+
+def _available(method):
+    m = {x.name: x for x in tc.methods()}[method]
+    if not m.available:
+        pytest.skip(f"{method}: {m.reason}")
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("method", VARIANTS)
+def test_odd_shapes_vs_scipy(method, precision):
+    _available(method)
+    rng = np.random.default_rng(2022)
+    for ishape, kshape in SHAPES:
+        # MAPE (eq. 20) on the paper's data: image and kernel uniform in [0, 1)
+        image, kernel = rng.random(ishape), rng.random(kshape)
+        ref = scipy.signal.correlate2d(image, kernel, "valid")
+        out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+        assert out.shape == ref.shape
+        assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
+        err = mape(out, ref)
+        assert err <= mape_bound(method, precision), (ishape, kshape, err)
+        # signed data: cancellation, relative L2
+        image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
+        ref = scipy.signal.correlate2d(image, kernel, "valid")
+        out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+        err = relative_l2(out, ref)
+        assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("method", [v for v in VARIANTS if v != "im2tensor_atomic"])
+def test_repeats_bit_identical(method, precision):
+    _available(method)
+    rng = np.random.default_rng(5)
+    image, kernel = rng.random((300, 517)), rng.random((25, 70))
+    p = tc.plan(kernel, image.shape, mode="valid", method=method, precision=precision)
+    x = image.astype(p.storage)
+    first = p(x)
+    for _ in range(4):
+        assert np.array_equal(p(x), first, equal_nan=False)
+
+
+# The atomic variant adds a pixel's partial sums (one per P_block crossing its diagonal, at most
+# a few) in the order the blocks finish: runs may differ in the last bits of the storage type.
+ATOMIC_SPREAD = {"fp16": 2.0 ** -9, "fp16fp32": 2.0 ** -9, "bf16": 2.0 ** -21,
+                 "tf32": 2.0 ** -21, "fp32": 2.0 ** -21, "fp64": 2.0 ** -50}
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_atomic_repeats_bounded(precision):
+    _available("im2tensor_atomic")
+    rng = np.random.default_rng(6)
+    image, kernel = rng.random((300, 517)), rng.random((25, 70))
+    p = tc.plan(kernel, image.shape, mode="valid", method="im2tensor_atomic",
+                precision=precision)
+    x = image.astype(p.storage)
+    runs = np.stack([np.asarray(p(x), dtype=np.float64) for _ in range(5)])
+    spread = (runs.max(axis=0) - runs.min(axis=0)) / np.abs(runs[0]).max()
+    assert spread.max() <= ATOMIC_SPREAD[precision], spread.max()
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    for r in runs:
+        assert mape(r, ref) <= mape_bound("im2tensor_atomic", precision)
+
+
+@pytest.mark.parametrize("precision", ("fp16", "fp16fp32", "fp64"))
+def test_workspace_table4(precision):
+    """Table 4's ordering at a smaller size: im2tensor holds P, fused only the partial sums C
+    (rows shared per eq. 19), atomic nothing."""
+    for m in ("im2tensor", "im2tensor_fused", "im2tensor_atomic"):
+        _available(m)
+    kernel = np.random.default_rng(0).random((15, 15))
+    ws = {m: tc.plan(kernel, (1024, 1024), mode="valid", method=m, precision=precision)
+          .workspace_bytes for m in ("im2tensor", "im2tensor_shmem", "im2tensor_fused",
+                                     "im2tensor_atomic")}
+    hR = wR = 1024 - 15 + 1
+    part = 8 if precision == "fp64" else 4
+    assert ws["im2tensor_atomic"] == 0
+    assert ws["im2tensor"] == ws["im2tensor_shmem"] >= hR * 15 * 1024 * (2 if precision ==
+                                                                          "fp16" else part)
+    # one P_block row covers the whole 15-wide kernel: two C rows suffice (eq. 19)
+    assert ws["im2tensor_fused"] == 2 * hR * wR * part
+    assert ws["im2tensor_fused"] < ws["im2tensor"] / 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("method", VARIANTS)
+def test_usc_sipi_subset(method, precision, usc_images):
+    _available(method)
+    for name, image in usc_images[:3]:
+        for k in (3, 15, 55):
+            out = tc.correlate2d(image, accuracy_kernel(k), "valid", method=method,
+                                 precision=precision)
+            err = mape(out, scipy_reference(name, image, k))
+            assert err <= mape_bound(method, precision), (name, k, err)
+
+
+def test_bad_precision_names_the_choices():
+    _available("im2tensor_fused")
+    with pytest.raises(ValueError, match="precision"):
+        tc.correlate2d(np.ones((8, 8)), np.ones((3, 3)), "valid", method="im2tensor_fused",
+                       precision="fp8")
