@@ -69,10 +69,4 @@ void build_alg3_avx2(Block& b, const std::int32_t* k) { with_kw<Build, 15>(b.kw,
 }  // namespace u8
 }  // namespace tc
 TC_AVX2_END
-#else  // not x86: never called (avx2_supported() is false)
-namespace tc {
-namespace u8 {
-void build_alg3_avx2(Block&, const std::int32_t*) {}
-}  // namespace u8
-}  // namespace tc
 #endif  // TC_X86

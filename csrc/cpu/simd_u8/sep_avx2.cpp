@@ -184,11 +184,4 @@ void sep_horizontal_avx2(const Separable& s, const std::int16_t* t, std::int64_t
 }  // namespace u8
 }  // namespace tc
 TC_AVX2_END
-#else   // not x86: never called (avx2_supported() is false)
-namespace tc {
-namespace u8 {
-void sep_vertical_avx2(const Separable&, const std::uint8_t* const*, std::int64_t, std::int16_t*) {}
-void sep_horizontal_avx2(const Separable&, const std::int16_t*, std::int64_t, std::uint8_t*) {}
-}  // namespace u8
-}  // namespace tc
 #endif  // TC_X86
