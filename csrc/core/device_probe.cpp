@@ -22,6 +22,9 @@ std::string cuda_unavailable_reason() {
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice)
+      return std::string("no usable CUDA device (no NVIDIA driver, or one older than this CUDA "
+                         "runtime needs): ") + cudaGetErrorString(e);
     return std::string("no usable CUDA device: ") + cudaGetErrorString(e);
   }
   if (n == 0) return "no CUDA device found";
