@@ -120,7 +120,8 @@ def choose_method(precision: str, on_device: bool, macs: float = 0.0,
     rows = [m for m in _methods() if m.available and precision in m.precisions]
     gpu = [m.name for m in rows if m.device == "cuda"]
     cpu = [m.name for m in rows if m.device == "cpu"]
-    gpu = [n for n in _gpu_preference(precision, kernel) if n in gpu] + gpu
+    if gpu:  # the ranking needs an SVD of the kernel: skip it where no GPU method can run
+        gpu = [n for n in _gpu_preference(precision, kernel) if n in gpu] + gpu
     if on_device:
         order = gpu
     else:
