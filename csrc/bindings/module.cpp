@@ -96,7 +96,7 @@ PYBIND11_MODULE(_core, m) {
         if (kernel.ndim() != 2) throw ValueError("kernel must be 2-D");
         const u8::Analysis a =
             u8::analyze(kernel.data(), static_cast<int>(kernel.shape(0)),
-                        static_cast<int>(kernel.shape(1)), divisor, algorithm, u8::use_avx2());
+                        static_cast<int>(kernel.shape(1)), divisor, algorithm, u8::isa_in_use());
         py::dict d;
         d["algorithm"] = u8::algo_name(a.algo);
         d["ir_bits"] = a.ir_bits;
@@ -106,7 +106,7 @@ PYBIND11_MODULE(_core, m) {
         d["factors"] = a.separable ? py::object(py::make_tuple(a.a, a.b)) : py::object(py::none());
         d["sum_range"] = py::make_tuple(a.sum_min, a.sum_max);
         d["register_blocking"] = a.row_block;
-        d["path"] = u8::use_avx2() ? "avx2" : "portable";
+        d["path"] = a.isa;
         d["why"] = a.why;
         return d;
       },

@@ -10,6 +10,8 @@
 
 namespace tc {
 bool cpu_has_avx2_fma();     // the CPU (and OS) support AVX2 and FMA
+bool cpu_has_avx512bw();     // AVX-512 F and BW usable (CPU and OS save the ZMM state)
 bool cpu_portable_forced();  // TENSORCONV_FORCE_PORTABLE is set (and not "0")
+bool cpu_avx2_forced();      // TENSORCONV_FORCE_AVX2 is set (and not "0"): no AVX-512 tier
 inline bool cpu_use_avx2() { return cpu_has_avx2_fma() && !cpu_portable_forced(); }
 }  // namespace tc

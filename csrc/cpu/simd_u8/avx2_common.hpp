@@ -21,20 +21,63 @@
 #define TC_AVX2_END _Pragma("GCC pop_options")
 #endif
 
+#include "vec_generic.hpp"
+
 namespace tc {
 namespace u8 {
 namespace {
 
-// Compile-time unrolled loop: f(std::integral_constant<int, I>) for I = 0..N-1, so shift and
-// blend immediates can depend on the loop index.
-template <class F, int... I>
-inline void unroll_impl(F&& f, std::integer_sequence<int, I...>) {
-  (f(std::integral_constant<int, I>{}), ...);
-}
-template <int N, class F>
-inline void unroll(F&& f) {
-  unroll_impl(f, std::make_integer_sequence<int, N>{});
-}
+// 256-bit vector traits for the ISA-neutral templates (vec_generic.hpp, sep_impl.hpp,
+// pairs_impl.hpp); V512 in avx512_common.hpp has the same members.
+struct V256 {
+  using T = __m256i;
+  static constexpr int kBytes = 32;
+  static T zero() { return _mm256_setzero_si256(); }
+  static T set1_16(short x) { return _mm256_set1_epi16(x); }
+  static T set1_32(int x) { return _mm256_set1_epi32(x); }
+  static T load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static void store(void* p, T v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+  // kBytes / 2 bytes zero-extended to 16 bits
+  static T load_u8_16(const std::uint8_t* p) {
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static T add16(T a, T b) { return _mm256_add_epi16(a, b); }
+  static T add32(T a, T b) { return _mm256_add_epi32(a, b); }
+  static T or_(T a, T b) { return _mm256_or_si256(a, b); }
+  static T xor_(T a, T b) { return _mm256_xor_si256(a, b); }
+  static T and_(T a, T b) { return _mm256_and_si256(a, b); }
+  static T mullo16(T a, T b) { return _mm256_mullo_epi16(a, b); }
+  static T madd16(T a, T b) { return _mm256_madd_epi16(a, b); }
+  static T maddubs(T a, T b) { return _mm256_maddubs_epi16(a, b); }
+  static T sll16(T a, __m128i s) { return _mm256_sll_epi16(a, s); }
+  static T srl16(T a, __m128i s) { return _mm256_srl_epi16(a, s); }
+  static T srl32(T a, __m128i s) { return _mm256_srl_epi32(a, s); }
+  static T srl64(T a, __m128i s) { return _mm256_srl_epi64(a, s); }
+  template <int S>
+  static T slli16(T a) { return _mm256_slli_epi16(a, S); }
+  template <int S>
+  static T slli32(T a) { return _mm256_slli_epi32(a, S); }
+  template <int S>
+  static T srli32(T a) { return _mm256_srli_epi32(a, S); }
+  static T srli64_32(T a) { return _mm256_srli_epi64(a, 32); }
+  static T slli64_32(T a) { return _mm256_slli_epi64(a, 32); }
+  static T blend_odd32(T even, T odd) { return _mm256_blend_epi32(even, odd, 0xAA); }
+  static T max16(T a, T b) { return _mm256_max_epi16(a, b); }
+  static T min_epu16(T a, T b) { return _mm256_min_epu16(a, b); }
+  static T mulhi_epu16(T a, T b) { return _mm256_mulhi_epu16(a, b); }
+  static T max32(T a, T b) { return _mm256_max_epi32(a, b); }
+  static T min_epu32(T a, T b) { return _mm256_min_epu32(a, b); }
+  static T mul_epu32(T a, T b) { return _mm256_mul_epu32(a, b); }
+  // 16-bit values 0..255 -> kBytes / 2 bytes in order
+  static void store_u8_from16(std::uint8_t* p, T a) {
+    const __m256i b = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, a), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(b));
+  }
+  // two such vectors -> kBytes bytes in order
+  static void store_u8_from16x2(std::uint8_t* p, T a, T b) {
+    store(p, _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8));
+  }
+};
 
 // Two 16-byte loads into the two lanes; one 32-byte load when they are adjacent.
 template <int Lane1>
@@ -108,36 +151,8 @@ inline __m256i reduce32(__m256i m) {
   return reduce_slots<S, 4>(m, Add32{});
 }
 
-// Algorithm 5: 16-bit vector division of unsigned x (x + 1 must not wrap in case B).
-inline __m256i div16(__m256i x, const Divider& d) {
-  const __m128i sb = _mm_cvtsi32_si128(d.b);
-  if (d.kase == 'A') return _mm256_srl_epi16(x, sb);
-  const __m256i f = _mm256_set1_epi16(static_cast<short>(static_cast<std::uint16_t>(d.f)));
-  if (d.kase == 'B') x = _mm256_add_epi16(x, _mm256_set1_epi16(1));
-  return _mm256_srl_epi16(_mm256_mulhi_epu16(x, f), sb);  // (x * f) >> 16 >> b
-}
-
-// Algorithm 6: 32-bit vector division of unsigned x (even and odd lanes through mul_epu32).
-inline __m256i div32(__m256i x, const Divider& d) {
-  if (d.kase == 'A') return _mm256_srl_epi32(x, _mm_cvtsi32_si128(d.b));
-  const __m256i f = _mm256_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(d.f)));
-  const __m128i sh = _mm_cvtsi32_si128(32 + d.b);
-  if (d.kase == 'B') x = _mm256_add_epi32(x, _mm256_set1_epi32(1));
-  __m256i even = _mm256_srl_epi64(_mm256_mul_epu32(x, f), sh);
-  __m256i odd = _mm256_srl_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x, 32), f), sh);
-  return _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
-}
-
-// 16-bit IRs -> pixel values 0..255 in the low byte of each 16-bit slot.
-inline __m256i finish16(__m256i acc, IR ir, const Divider& d) {
-  if (ir == IR::s16) acc = _mm256_max_epi16(acc, _mm256_setzero_si256());
-  return _mm256_min_epu16(div16(acc, d), _mm256_set1_epi16(255));
-}
-// 32-bit IRs -> pixel values 0..255 in the low byte of each 32-bit slot.
-inline __m256i finish32(__m256i acc, const Divider& d) {
-  acc = _mm256_max_epi32(acc, _mm256_setzero_si256());
-  return _mm256_min_epu32(div32(acc, d), _mm256_set1_epi32(255));
-}
+inline __m256i finish16(__m256i acc, IR ir, const Divider& d) { return vfinish16<V256>(acc, ir, d); }
+inline __m256i finish32(__m256i acc, const Divider& d) { return vfinish32<V256>(acc, d); }
 
 template <int Bytes>
 inline __m256i shl(__m256i v) {
@@ -156,43 +171,6 @@ inline void fill_row_groups(Block& b, const std::int32_t* k, int g, int groups) 
       for (int p = 0; p < groups; ++p)
         for (int v = 0; v < b.kw; ++v)
           b.tab[32 * u + 16 * lane + g * p + v] = static_cast<std::uint8_t>(k[u * b.kw + v]);
-}
-
-// Calls Build<kw>::run(args...) for the run-time kernel width 1..Max (the widths are template
-// arguments so shifts and blends get immediates).
-template <template <int> class Build, int Max, int KW = 1, class... A>
-inline void with_kw(int kw, A&... args) {
-  if constexpr (KW <= Max) {
-    if (kw == KW)
-      Build<KW>::run(args...);
-    else
-      with_kw<Build, Max, KW + 1>(kw, args...);
-  }
-}
-
-// Build<kh, kw>::run(args...) for run-time kh, kw in 1..Max.
-template <template <int, int> class Build, int Max, int KH = 1, int KW = 1, class... A>
-inline void with_khkw(int kh, int kw, A&... args) {
-  if constexpr (KH <= Max) {
-    if constexpr (KW <= Max) {
-      if (kh == KH && kw == KW)
-        Build<KH, KW>::run(args...);
-      else
-        with_khkw<Build, Max, KH, KW + 1>(kh, kw, args...);
-    } else {
-      with_khkw<Build, Max, KH + 1, 1>(kh, kw, args...);
-    }
-  }
-}
-
-// n consecutive blocks of one algorithm (the block body inlines into the loop).
-using OneBlock = void (*)(const Block&, const std::uint8_t* const*, std::uint8_t* const*,
-                          std::int64_t);
-template <OneBlock One>
-void repeat(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
-            std::int64_t n) {
-  const std::int64_t step = bk.outputs;
-  for (std::int64_t i = 0; i < n; ++i) One(bk, rows, outs, i * step);
 }
 
 // out_even / out_odd (Algorithms 1 and 2): the results of shift X go to plane X % 2, in the

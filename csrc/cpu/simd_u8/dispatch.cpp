@@ -6,6 +6,8 @@
 // per-row strip instead of a scalar remainder loop.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -89,14 +91,33 @@ std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t) {
 
 // ---------------------------------------------------------------- run-time dispatch
 
+const char* isa_name(Isa i) {
+  switch (i) {
+    case Isa::avx512:
+      return "avx512";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::portable:
+      return "portable";
+  }
+  return "?";
+}
+
 bool avx2_supported() { return cpu_has_avx2_fma(); }
 bool portable_forced() { return cpu_portable_forced(); }
-bool use_avx2() { return avx2_supported() && !portable_forced(); }
+Isa isa_in_use() {
+  if (!avx2_supported() || portable_forced()) return Isa::portable;
+  return cpu_has_avx512bw() && !cpu_avx2_forced() ? Isa::avx512 : Isa::avx2;
+}
+bool use_avx2() { return isa_in_use() != Isa::portable; }
 
 std::string path_note() {
   if (!avx2_supported()) return "AVX2/FMA not supported by this CPU; portable path in use";
   if (portable_forced()) return "TENSORCONV_FORCE_PORTABLE is set; portable path in use";
-  return "AVX2 path in use";
+  if (isa_in_use() == Isa::avx512)
+    return "AVX-512 path in use (sep and pairs; the other algorithms AVX2)";
+  if (cpu_has_avx512bw()) return "TENSORCONV_FORCE_AVX2 is set; AVX2 path in use";
+  return "AVX2 path in use (no AVX-512 BW on this CPU)";
 }
 
 // ---------------------------------------------------------------- analysis
@@ -177,6 +198,26 @@ bool factor(const std::int32_t* k, int kh, int kw, std::vector<std::int32_t>& a,
   return true;
 }
 
+// The taps of one 1-D factor: mirrored entries of a symmetric factor folded into one tap, zero
+// entries skipped, powers of two marked for a shift.
+Separable::Taps make_taps(const std::vector<std::int32_t>& f) {
+  Separable::Taps r;
+  const int k = static_cast<int>(f.size());
+  bool symmetric = true;
+  for (int v = 0; v < k; ++v) symmetric &= f[v] == f[k - 1 - v];
+  for (int v = 0; v < (symmetric ? (k + 1) / 2 : k); ++v) {
+    if (f[v] == 0) continue;
+    SepTap& tp = r.t[r.n++];
+    tp.v = v;
+    tp.m = symmetric && k - 1 - v != v ? k - 1 - v : -1;
+    tp.c = f[v];
+    tp.shift = -1;
+    for (int sh = 0; sh < 15; ++sh)
+      if (f[v] == (1 << sh)) tp.shift = sh;
+  }
+  return r;
+}
+
 struct Prepared {
   Analysis an;
   Block block;
@@ -184,7 +225,8 @@ struct Prepared {
 };
 
 Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const std::string& request,
-                 bool avx2) {
+                 Isa isa) {
+  const bool avx2 = isa != Isa::portable;
   if (kh < 1 || kw < 1 || kh > kMaxK || kw > kMaxK)
     throw ValueError("kernel shape (" + std::to_string(kh) + ", " + std::to_string(kw) +
                      ") is outside 1..15 in some dimension; simd_u8 supports kernels up to 15x15");
@@ -241,6 +283,10 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
       for (auto x : s.b) bsum += x;
       s.bias = s.biased() ? 32768 * bsum : 0;
       s.div = make_divider(d, s.h_ir == IR::s32 ? 32 : 16);
+      s.vtaps = make_taps(s.a);
+      s.htaps = make_taps(s.b);
+      s.vertical = isa == Isa::avx512 ? &sep_vertical_avx512 : &sep_vertical_avx2;
+      s.horizontal = isa == Isa::avx512 ? &sep_horizontal_avx512 : &sep_horizontal_avx2;
     }
   }
 
@@ -331,7 +377,10 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
     case Algo::pairs:
       bk.ir = ok16 ? ir16 : IR::s32;
       bk.div = make_divider(d, ok16 ? 16 : 32);
-      build_pairs_avx2(bk, k);
+      if (isa == Isa::avx512)
+        build_pairs_avx512(bk, k);
+      else
+        build_pairs_avx2(bk, k);
       break;
     case Algo::wide:
       bk.ir = IR::s32;
@@ -358,6 +407,9 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
     an.div_case = bk.div.kase;
   }
   if (algo == Algo::portable) an.div_case = '-';  // exact integer '/'
+  an.isa = isa_name(algo == Algo::portable ? Isa::portable
+                    : (algo == Algo::sep || algo == Algo::pairs) ? isa
+                                                                 : Isa::avx2);
   return p;
 }
 
@@ -408,10 +460,7 @@ struct Image {
   Border border;
   int ay, ax;
   const std::uint8_t* zero;  // a zero row of w + 64 bytes, for the constant border
-  // Source column of positions x in [-kColPad, w + kColPad) (index x + kColPad); -1: zero.
-  const std::int32_t* cols;
 };
-constexpr std::int64_t kColPad = kStrip + kMaxK;
 
 void row_pointers(const Image& im, std::int64_t first, int n, const std::uint8_t** rows) {
   for (int u = 0; u < n; ++u) {
@@ -439,9 +488,17 @@ void run_rows(const Block& bk, BlockFn fn, int R, const Image& im, std::int64_t 
     if (jj >= jmin && jj <= jmax) {
       for (int u = 0; u < nrows; ++u) ptrs[u] = rows[u] + (jj - im.ax);
     } else {
+      // Columns x0 + [lo, hi) are inside the image (copied); the few outside are mapped.
+      const std::int64_t x0 = jj - im.ax;
+      const int lo = static_cast<int>(std::clamp<std::int64_t>(-x0, 0, bk.reads));
+      const int hi = static_cast<int>(std::clamp<std::int64_t>(w - x0, lo, bk.reads));
+      std::int64_t src[kStrip];
+      for (int s = 0; s < lo; ++s) src[s] = map_index(x0 + s, w, im.border);
+      for (int s = hi; s < bk.reads; ++s) src[s] = map_index(x0 + s, w, im.border);
       for (int u = 0; u < nrows; ++u) {
-        const std::int32_t* cx = im.cols + (jj - im.ax + kColPad);
-        for (int s = 0; s < bk.reads; ++s) strip[u][s] = cx[s] < 0 ? 0 : rows[u][cx[s]];
+        if (hi > lo) std::memcpy(strip[u] + lo, rows[u] + x0 + lo, static_cast<std::size_t>(hi - lo));
+        for (int s = 0; s < lo; ++s) strip[u][s] = src[s] < 0 ? 0 : rows[u][src[s]];
+        for (int s = hi; s < bk.reads; ++s) strip[u][s] = src[s] < 0 ? 0 : rows[u][src[s]];
         ptrs[u] = strip[u];
       }
     }
@@ -507,7 +564,7 @@ void run_separable(const Separable& s, const Image& im, int threads) {
     for (std::int64_t i = b; i < e; ++i) {
       row_pointers(im, i - im.ay, s.kh, rows);
       std::int16_t* v = t + im.ax;
-      sep_vertical_avx2(s, rows, w, v);
+      s.vertical(s, rows, w, v);
       // Border columns of the temporary row: the column sums are linear in the pixels, so a
       // reflected/replicated column's sum is the sum at the mapped column.
       for (std::int64_t c = 0; c < s.kw - 1; ++c) {
@@ -515,7 +572,7 @@ void run_separable(const Separable& s, const Image& im, int threads) {
         const std::int64_t m = map_index(x, w, im.border);
         t[static_cast<std::size_t>(im.ax + x)] = m < 0 ? zero_col : v[m];
       }
-      sep_horizontal_avx2(s, t, w, im.out + i * im.out_stride);
+      s.horizontal(s, t, w, im.out + i * im.out_stride);
     }
   });
 }
@@ -531,9 +588,48 @@ void build_portable(Block& b, const std::int32_t* k) {
   b.rows_out = 1;
 }
 
+namespace {
+
+// Recently prepared kernels (analysis, coefficient tables, taps), so repeated calls with one
+// kernel skip the analysis and table building: keyed by kernel, divisor, request and tier.
+struct CacheEntry {
+  std::vector<std::int32_t> k;
+  int kh, kw;
+  std::int64_t d;
+  std::string request;
+  Isa isa;
+  std::shared_ptr<const Prepared> p;
+};
+
+std::shared_ptr<const Prepared> prepared(const std::int32_t* k, int kh, int kw, std::int64_t d,
+                                         const std::string& request, Isa isa) {
+  static std::mutex mu;
+  static std::vector<CacheEntry> cache;  // most recently used last
+  constexpr std::size_t kEntries = 16;
+  const std::size_t nk = kh > 0 && kw > 0 ? static_cast<std::size_t>(kh) * kw : 0;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    for (std::size_t i = cache.size(); i-- > 0;) {
+      const CacheEntry& e = cache[i];
+      if (e.kh == kh && e.kw == kw && e.d == d && e.isa == isa && e.request == request &&
+          std::equal(k, k + nk, e.k.begin())) {
+        if (i + 1 != cache.size()) std::rotate(cache.begin() + i, cache.begin() + i + 1, cache.end());
+        return cache.back().p;
+      }
+    }
+  }
+  auto p = std::make_shared<const Prepared>(prepare(k, kh, kw, d, request, isa));
+  std::lock_guard<std::mutex> lk(mu);
+  cache.push_back(CacheEntry{std::vector<std::int32_t>(k, k + nk), kh, kw, d, request, isa, p});
+  if (cache.size() > kEntries) cache.erase(cache.begin());
+  return p;
+}
+
+}  // namespace
+
 Analysis analyze(const std::int32_t* k, int kh, int kw, std::int64_t divisor,
-                 const std::string& algorithm, bool avx2) {
-  return prepare(k, kh, kw, divisor, algorithm, avx2).an;
+                 const std::string& algorithm, Isa isa) {
+  return prepared(k, kh, kw, divisor, algorithm, isa)->an;
 }
 
 void filter2d(const std::uint8_t* in, std::int64_t h, std::int64_t w, std::int64_t in_stride,
@@ -543,20 +639,18 @@ void filter2d(const std::uint8_t* in, std::int64_t h, std::int64_t w, std::int64
   if (h < 1 || w < 1) throw ValueError("image is empty");
   if (ay < 0 || ay >= kh || ax < 0 || ax >= kw)
     throw ValueError("anchor must lie inside the kernel");
-  Prepared p = prepare(k, kh, kw, divisor, algorithm, use_avx2());
-  std::vector<std::uint8_t> zero(static_cast<std::size_t>(w + 64), 0);
-  std::vector<std::int32_t> cols(static_cast<std::size_t>(w + 2 * kColPad));
-  for (std::int64_t x = -kColPad; x < w + kColPad; ++x)
-    cols[static_cast<std::size_t>(x + kColPad)] =
-        static_cast<std::int32_t>(map_index(x, w, border));
-  Image im{in, h, w, in_stride, out, out_stride, border, ay, ax, zero.data(), cols.data()};
+  const auto p = prepared(k, kh, kw, divisor, algorithm, isa_in_use());
+  std::vector<std::uint8_t> zero(border == Border::constant ? static_cast<std::size_t>(w + 64) : 0,
+                                 0);
+  Image im{in, h, w, in_stride, out, out_stride, border, ay, ax, zero.data()};
+  const bool sep = p->an.algo == Algo::sep;
   // Small images run on the calling thread: waking workers costs more than they save.
-  const double work = static_cast<double>(h) * static_cast<double>(w) * kh * kw;
+  const double work = static_cast<double>(h) * static_cast<double>(w) * (sep ? kh + kw : kh * kw);
   if (work < kParallelMinWork) threads = 1;
-  if (p.an.algo == Algo::sep)
-    run_separable(p.sep, im, threads);
+  if (sep)
+    run_separable(p->sep, im, threads);
   else
-    run_blocks(p.block, im, threads);
+    run_blocks(p->block, im, threads);
 }
 
 }  // namespace u8

@@ -49,8 +49,22 @@ struct Block {
   std::vector<std::int32_t> k32;  // the kernel as int32 (portable) or coefficient pairs (wide)
 };
 
+// One tap of a 1-D pass of Algorithm 7 over 16-bit values: index v (row or column), plus its
+// mirror m (>= 0 for symmetric factors: added before multiplying, exact modulo 2^16), times c,
+// as a shift when c = 2^shift (shift 0: a plain add), else mullo (shift -1).
+constexpr int kMaxTaps = 15;
+struct SepTap {
+  int v = 0, m = -1, shift = -1;
+  std::int32_t c = 0;
+};
+
 // Separable kernel (Algorithm 7): kernel = outer(a, b); vertical pass into a 16-bit row, then
 // horizontal pass. V unsigned: the column sums are read as uint16 (a >= 0).
+struct Separable;
+using SepVertFn = void (*)(const Separable&, const std::uint8_t* const* rows, std::int64_t w,
+                           std::int16_t* v);
+using SepHorizFn = void (*)(const Separable&, const std::int16_t* t, std::int64_t w,
+                            std::uint8_t* out);
 struct Separable {
   int kh = 0, kw = 0;
   std::vector<std::int32_t> a, b;
@@ -59,6 +73,13 @@ struct Separable {
   std::int64_t bias = 0;  // added to 32-bit sums when V was stored biased by -32768
   std::int64_t divisor = 1;
   Divider div;  // for the horizontal IR width
+  struct Taps {
+    int n = 0;
+    SepTap t[kMaxTaps];
+  };
+  Taps vtaps, htaps;  // from a (rows) and b (columns), prepared once per kernel
+  SepVertFn vertical = nullptr;
+  SepHorizFn horizontal = nullptr;
   bool biased() const { return v_unsigned && h_ir == IR::s32; }
 };
 // Exact scalar output from column sums t[0 .. kw) as the vertical pass stored them.
@@ -75,29 +96,37 @@ struct Analysis {
   std::vector<std::int32_t> a, b;
   std::int64_t sum_min = 0, sum_max = 0;  // range of the exact sum over uint8 images
   int row_block = 1;
+  std::string isa;  // the vector code that runs it: "avx512", "avx2" or "portable"
   std::string why;  // one line: why this algorithm
 };
 
-Analysis analyze(const std::int32_t* k, int kh, int kw, std::int64_t divisor,
-                 const std::string& algorithm, bool avx2);
-
-// Run-time dispatch: AVX2+FMA present and TENSORCONV_FORCE_PORTABLE not set.
+// Run-time dispatch: the widest tier the CPU offers, unless an environment variable caps it:
+// TENSORCONV_FORCE_PORTABLE (scalar C++), TENSORCONV_FORCE_AVX2 (no AVX-512 tier). sep and
+// pairs have AVX-512 versions; the other vector algorithms are AVX2 on both vector tiers.
+enum class Isa : int { portable, avx2, avx512 };
+const char* isa_name(Isa i);
+Isa isa_in_use();
 bool avx2_supported();
 bool portable_forced();
-bool use_avx2();
+bool use_avx2();          // isa_in_use() != portable
 std::string path_note();  // for methods(): which path runs here and why
+
+Analysis analyze(const std::int32_t* k, int kh, int kw, std::int64_t divisor,
+                 const std::string& algorithm, Isa isa);
 
 void filter2d(const std::uint8_t* in, std::int64_t h, std::int64_t w, std::int64_t in_stride,
               std::uint8_t* out, std::int64_t out_stride, const std::int32_t* k, int kh, int kw,
               std::int64_t divisor, Border border, int ay, int ax, const std::string& algorithm,
               int threads);
 
-// Per-algorithm builders (AVX2 files; called only when avx2_supported()).
+// Per-algorithm builders (AVX2 files: called only when avx2_supported(); AVX-512 files: only
+// when cpu_has_avx512bw()).
 void build_alg1_avx2(Block& b, const std::int32_t* k, int row_block);
 void build_alg2_avx2(Block& b, const std::int32_t* k);
 void build_alg3_avx2(Block& b, const std::int32_t* k);
 void build_wide_avx2(Block& b, const std::int32_t* k);
-void build_pairs_avx2(Block& b, const std::int32_t* k);  // b.ir set first
+void build_pairs_avx2(Block& b, const std::int32_t* k);    // b.ir set first
+void build_pairs_avx512(Block& b, const std::int32_t* k);  // b.ir set first
 void build_portable(Block& b, const std::int32_t* k);
 // Algorithm 7 passes: column sums of `w` pixels into v (16-bit, biased by -32768 when asked),
 // then the row pass over t[0 .. w + kw) (one readable slack element) into w output bytes.
@@ -105,6 +134,10 @@ void sep_vertical_avx2(const Separable& s, const std::uint8_t* const* rows, std:
                        std::int16_t* v);
 void sep_horizontal_avx2(const Separable& s, const std::int16_t* t, std::int64_t w,
                          std::uint8_t* out);
+void sep_vertical_avx512(const Separable& s, const std::uint8_t* const* rows, std::int64_t w,
+                         std::int16_t* v);
+void sep_horizontal_avx512(const Separable& s, const std::int16_t* t, std::int64_t w,
+                           std::uint8_t* out);
 
 }  // namespace u8
 }  // namespace tc
