@@ -68,13 +68,17 @@ struct V256 {
   static T max32(T a, T b) { return _mm256_max_epi32(a, b); }
   static T min_epu32(T a, T b) { return _mm256_min_epu32(a, b); }
   static T mul_epu32(T a, T b) { return _mm256_mul_epu32(a, b); }
-  // 16-bit values 0..255 -> kBytes / 2 bytes in order
-  static void store_u8_from16(std::uint8_t* p, T a) {
+  // unsigned 16-bit values -> kBytes / 2 bytes in order, saturated to 255
+  static void store_u8_sat16(std::uint8_t* p, T a) {
+    a = _mm256_min_epu16(a, _mm256_set1_epi16(255));  // packus saturates signed values
     const __m256i b = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, a), 0x08);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(b));
   }
   // two such vectors -> kBytes bytes in order
-  static void store_u8_from16x2(std::uint8_t* p, T a, T b) {
+  static void store_u8_sat16x2(std::uint8_t* p, T a, T b) {
+    const __m256i m = _mm256_set1_epi16(255);
+    a = _mm256_min_epu16(a, m);
+    b = _mm256_min_epu16(b, m);
     store(p, _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8));
   }
 };

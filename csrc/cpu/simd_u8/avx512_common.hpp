@@ -68,12 +68,13 @@ struct V512 {
   static T max32(T a, T b) { return _mm512_max_epi32(a, b); }
   static T min_epu32(T a, T b) { return _mm512_min_epu32(a, b); }
   static T mul_epu32(T a, T b) { return _mm512_mul_epu32(a, b); }
-  static void store_u8_from16(std::uint8_t* p, T a) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi16_epi8(a));
+  // unsigned 16-bit values -> bytes saturated to 255 (vpmovuswb: no min needed)
+  static void store_u8_sat16(std::uint8_t* p, T a) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtusepi16_epi8(a));
   }
-  static void store_u8_from16x2(std::uint8_t* p, T a, T b) {
-    store_u8_from16(p, a);
-    store_u8_from16(p + 32, b);
+  static void store_u8_sat16x2(std::uint8_t* p, T a, T b) {
+    store_u8_sat16(p, a);
+    store_u8_sat16(p + 32, b);
   }
 };
 

@@ -6,6 +6,7 @@
 // per-row strip instead of a scalar remainder loop.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -75,6 +76,14 @@ std::uint8_t clip_div(std::int64_t sum, std::int64_t divisor) {
   if (sum <= 0) return 0;
   const std::int64_t q = sum / divisor;
   return static_cast<std::uint8_t>(q > 255 ? 255 : q);
+}
+
+std::int16_t sep_column(const Separable& s, const std::uint8_t* const* rows, std::int64_t x) {
+  std::int32_t sum = 0;
+  for (int u = 0; u < s.kh; ++u) sum += s.a[u] * rows[u][x];
+  std::uint16_t bits = static_cast<std::uint16_t>(sum);
+  if (s.biased()) bits ^= 0x8000u;
+  return static_cast<std::int16_t>(bits);
 }
 
 std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t) {
@@ -154,13 +163,14 @@ bool fits16(std::int64_t lo, std::int64_t hi, std::int64_t d, IR& ir, std::strin
     why = "divisor " + std::to_string(d) + " > 65535 needs 32-bit IRs";
     return false;
   }
-  if (lo >= -32768 && hi <= 32767) {
-    ir = IR::s16;
-    return true;
-  }
+  // Unsigned first: non-negative sums skip the max with 0 before dividing.
   const bool case_b = make_divider(d, 16).kase == 'B';
   if (lo >= 0 && hi <= (case_b ? 65534 : 65535)) {
     ir = IR::u16;
+    return true;
+  }
+  if (lo >= -32768 && hi <= 32767) {
+    ir = IR::s16;
     return true;
   }
   why = "sums over uint8 images span [" + std::to_string(lo) + ", " + std::to_string(hi) +
@@ -442,6 +452,8 @@ inline std::int64_t map_index(std::int64_t x, std::int64_t n, Border border) {
   if (border == Border::constant) return -1;
   if (border == Border::replicate) return x < 0 ? 0 : n - 1;
   if (n == 1) return 0;
+  if (x < 0 && -x < n) return -x;  // one reflection: no division (every row's border columns)
+  if (x >= n && x < 2 * n - 1) return 2 * (n - 1) - x;
   const std::int64_t period = 2 * (n - 1);
   x %= period;
   if (x < 0) x += period;
@@ -469,38 +481,104 @@ void row_pointers(const Image& im, std::int64_t first, int n, const std::uint8_t
   }
 }
 
-// R output rows from i0 with `fn`: blocks left to right, the last one overlapped to end at w.
-void run_rows(const Block& bk, BlockFn fn, int R, const Image& im, std::int64_t i0) {
-  const int kh = bk.kh, kw = bk.kw, nrows = kh + R - 1, B = bk.outputs;
+// Where the blocks of every output row go (the same for all rows of one call): blocks at 0, B,
+// 2B, ... (the last one moved back to end at w), left to right so each block's garbage tail is
+// overwritten by the next. Blocks starting in [jmin, jmax] read only image pixels and the
+// interior run of them goes in one call; the few edge blocks read per-row strips in which the
+// columns outside the image are mapped by the border rule.
+struct RowPlan {
+  std::int64_t run_j = 0, run_n = 0;  // interior run: run_n blocks from run_j
+  struct Edge {
+    std::int64_t jj;
+    bool strip;      // reads a strip (else straight from the image)
+    int lo, hi;      // strip bytes [lo, hi) are image columns jj - ax + [lo, hi)
+    int src_offset;  // into src: mapped columns of the strip bytes outside [lo, hi)
+  };
+  std::vector<Edge> left, right;
+  std::vector<std::int64_t> src;
+  int nstrips = 0;
+};
+
+RowPlan plan_rows(const Block& bk, const Image& im) {
+  RowPlan p;
+  const std::int64_t w = im.w, B = bk.outputs;
+  const std::int64_t jmin = im.ax;
+  const std::int64_t jmax =
+      std::min<std::int64_t>(w - B - (bk.kw - 1 - im.ax), w + im.ax - bk.reads);
+  auto edge = [&](std::int64_t jj) {
+    RowPlan::Edge e{jj, !(jj >= jmin && jj <= jmax), 0, 0, 0};
+    if (e.strip) {
+      const std::int64_t x0 = jj - im.ax;
+      e.lo = static_cast<int>(std::clamp<std::int64_t>(-x0, 0, bk.reads));
+      e.hi = static_cast<int>(std::clamp<std::int64_t>(w - x0, e.lo, bk.reads));
+      e.src_offset = static_cast<int>(p.src.size());
+      for (int s = 0; s < bk.reads; ++s)
+        p.src.push_back(s >= e.lo && s < e.hi ? 0 : map_index(x0 + s, w, im.border));
+      ++p.nstrips;
+    }
+    return e;
+  };
+  std::int64_t j = 0;
+  for (; j < w && j < jmin; j += B) p.left.push_back(edge(j + B <= w ? j : std::max<std::int64_t>(0, w - B)));
+  std::int64_t n = 0;
+  while (j + n * B <= jmax && j + n * B + B <= w && j + n * B + bk.writes <= w) ++n;
+  p.run_j = j;
+  p.run_n = n;
+  for (j += n * B; j < w; j += B) p.right.push_back(edge(j + B <= w ? j : std::max<std::int64_t>(0, w - B)));
+  return p;
+}
+
+// Per chunk of rows: the edge strips of the last `ring` input rows, each built once and reused
+// by the kh output rows that read it (slot y mod ring holds input row slot_y).
+struct StripCache {
+  int ring = 0, reads = 0, nstrips = 0;
+  std::int64_t slot_y[kMaxRows];
+  std::uint8_t* bytes;  // ring x nstrips x reads
+  std::uint8_t* at(int slot, int e) { return bytes + (static_cast<std::int64_t>(slot) * nstrips + e) * reads; }
+};
+
+// R output rows from i0 with `fn`.
+void run_rows(const Block& bk, BlockFn fn, int R, const Image& im, std::int64_t i0,
+              const RowPlan& plan, StripCache& cache) {
+  const int nrows = bk.kh + R - 1, B = bk.outputs;
   const std::uint8_t* rows[kMaxRows];
   const std::uint8_t* ptrs[kMaxRows];
-  alignas(32) std::uint8_t strip[kMaxRows][kStrip];
+  int slot[kMaxRows];
   alignas(32) std::uint8_t tmp[3][64];
   std::uint8_t* outs[3];
-  row_pointers(im, i0 - im.ay, nrows, rows);
+  const std::int64_t y0 = i0 - im.ay;
+  row_pointers(im, y0, nrows, rows);
   const std::int64_t w = im.w;
-  // Blocks starting in [jmin, jmax] read only image pixels; the others read a strip.
-  const std::int64_t jmin = im.ax;
-  const std::int64_t jmax = std::min<std::int64_t>(w - B - (kw - 1 - im.ax), w + im.ax - bk.reads);
-  // One block at jj: straight from the image when its reads stay inside, else from strips;
-  // written in place when its garbage tail stays inside the row, else through tmp.
-  auto one = [&](std::int64_t jj) {
-    if (jj >= jmin && jj <= jmax) {
-      for (int u = 0; u < nrows; ++u) ptrs[u] = rows[u] + (jj - im.ax);
+  if (plan.nstrips > 0) {
+    for (int u = 0; u < nrows; ++u) {
+      const std::int64_t y = y0 + u;
+      slot[u] = static_cast<int>(((y % cache.ring) + cache.ring) % cache.ring);
+      if (cache.slot_y[slot[u]] == y) continue;
+      cache.slot_y[slot[u]] = y;
+      int e = 0;
+      for (const auto* side : {&plan.left, &plan.right})
+        for (const RowPlan::Edge& ed : *side) {
+          if (!ed.strip) continue;
+          std::uint8_t* st = cache.at(slot[u], e++);
+          const std::int64_t* src = plan.src.data() + ed.src_offset;
+          if (ed.hi > ed.lo)
+            std::memcpy(st + ed.lo, rows[u] + (ed.jj - im.ax) + ed.lo,
+                        static_cast<std::size_t>(ed.hi - ed.lo));
+          for (int s = 0; s < ed.lo; ++s) st[s] = src[s] < 0 ? 0 : rows[u][src[s]];
+          for (int s = ed.hi; s < bk.reads; ++s) st[s] = src[s] < 0 ? 0 : rows[u][src[s]];
+        }
+    }
+  }
+  // One edge block: written in place when its garbage tail stays inside the row, else through
+  // tmp.
+  int e = 0;
+  auto one = [&](const RowPlan::Edge& ed) {
+    const std::int64_t jj = ed.jj;
+    if (ed.strip) {
+      for (int u = 0; u < nrows; ++u) ptrs[u] = cache.at(slot[u], e);
+      ++e;
     } else {
-      // Columns x0 + [lo, hi) are inside the image (copied); the few outside are mapped.
-      const std::int64_t x0 = jj - im.ax;
-      const int lo = static_cast<int>(std::clamp<std::int64_t>(-x0, 0, bk.reads));
-      const int hi = static_cast<int>(std::clamp<std::int64_t>(w - x0, lo, bk.reads));
-      std::int64_t src[kStrip];
-      for (int s = 0; s < lo; ++s) src[s] = map_index(x0 + s, w, im.border);
-      for (int s = hi; s < bk.reads; ++s) src[s] = map_index(x0 + s, w, im.border);
-      for (int u = 0; u < nrows; ++u) {
-        if (hi > lo) std::memcpy(strip[u] + lo, rows[u] + x0 + lo, static_cast<std::size_t>(hi - lo));
-        for (int s = 0; s < lo; ++s) strip[u][s] = src[s] < 0 ? 0 : rows[u][src[s]];
-        for (int s = hi; s < bk.reads; ++s) strip[u][s] = src[s] < 0 ? 0 : rows[u][src[s]];
-        ptrs[u] = strip[u];
-      }
+      for (int u = 0; u < nrows; ++u) ptrs[u] = rows[u] + (jj - im.ax);
     }
     const bool direct = jj + bk.writes <= w;
     for (int r = 0; r < R; ++r) outs[r] = direct ? im.out + (i0 + r) * im.out_stride + jj : tmp[r];
@@ -510,19 +588,13 @@ void run_rows(const Block& bk, BlockFn fn, int R, const Image& im, std::int64_t 
       for (int r = 0; r < R; ++r) std::memcpy(im.out + (i0 + r) * im.out_stride + jj, tmp[r], n);
     }
   };
-  // Blocks at 0, B, 2B, ... (the last one moved back to end at w), left to right so each
-  // block's garbage tail is overwritten by the next; the interior run goes in one call.
-  std::int64_t j = 0;
-  for (; j < w && j < jmin; j += B) one(j + B <= w ? j : std::max<std::int64_t>(0, w - B));
-  std::int64_t n = 0;
-  while (j + n * B <= jmax && j + n * B + B <= w && j + n * B + bk.writes <= w) ++n;
-  if (n > 0) {
-    for (int u = 0; u < nrows; ++u) ptrs[u] = rows[u] + (j - im.ax);
-    for (int r = 0; r < R; ++r) outs[r] = im.out + (i0 + r) * im.out_stride + j;
-    fn(bk, ptrs, outs, n);
-    j += n * B;
+  for (const auto& ed : plan.left) one(ed);
+  if (plan.run_n > 0) {
+    for (int u = 0; u < nrows; ++u) ptrs[u] = rows[u] + (plan.run_j - im.ax);
+    for (int r = 0; r < R; ++r) outs[r] = im.out + (i0 + r) * im.out_stride + plan.run_j;
+    fn(bk, ptrs, outs, plan.run_n);
   }
-  for (; j < w; j += B) one(j + B <= w ? j : std::max<std::int64_t>(0, w - B));
+  for (const auto& ed : plan.right) one(ed);
 }
 
 int thread_count(int threads) { return threads > 0 ? threads : default_threads(); }
@@ -537,13 +609,25 @@ void run_blocks(const Block& bk, const Image& im, int threads) {
   const int R = bk.rows_out;
   const std::int64_t nblk = (im.h + R - 1) / R;
   const int nt = thread_count(threads);
-  parallel_chunks(nblk, nt, chunk_of(nblk, nt), [&](std::int64_t b, std::int64_t e) {
+  const std::int64_t chunk = chunk_of(nblk, nt);
+  const RowPlan plan = plan_rows(bk, im);
+  // Strip caches, one per chunk, allocated here so a failure raises MemoryError in the caller.
+  const int ring = bk.kh + R - 1;
+  const std::int64_t per_chunk = static_cast<std::int64_t>(ring) * plan.nstrips * bk.reads;
+  std::vector<std::uint8_t> strips(static_cast<std::size_t>(((nblk + chunk - 1) / chunk) * per_chunk));
+  parallel_chunks(nblk, nt, chunk, [&](std::int64_t b, std::int64_t e) {
+    StripCache cache;
+    cache.ring = ring;
+    cache.reads = bk.reads;
+    cache.nstrips = plan.nstrips;
+    cache.bytes = strips.data() + (b / chunk) * per_chunk;
+    std::fill(cache.slot_y, cache.slot_y + kMaxRows, std::numeric_limits<std::int64_t>::min());
     for (std::int64_t ib = b; ib < e; ++ib) {
       const std::int64_t i0 = ib * R;
       if (i0 + R <= im.h) {
-        run_rows(bk, bk.fn, R, im, i0);
+        run_rows(bk, bk.fn, R, im, i0, plan, cache);
       } else {
-        for (std::int64_t i = i0; i < im.h; ++i) run_rows(bk, bk.fn1, 1, im, i);
+        for (std::int64_t i = i0; i < im.h; ++i) run_rows(bk, bk.fn1, 1, im, i, plan, cache);
       }
     }
   });
@@ -558,6 +642,12 @@ void run_separable(const Separable& s, const Image& im, int threads) {
   // in the caller rather than terminating a worker thread.
   const std::int64_t nchunks = (im.h + chunk - 1) / chunk;
   std::vector<std::int16_t> temps(static_cast<std::size_t>(nchunks * tlen), 0);
+  std::int64_t border_src[kMaxK], border_dst[kMaxK];  // the same for every row
+  for (int c = 0; c < s.kw - 1; ++c) {
+    const std::int64_t x = c < im.ax ? c - im.ax : w + (c - im.ax);
+    border_src[c] = map_index(x, w, im.border);
+    border_dst[c] = im.ax + x;
+  }
   parallel_chunks(im.h, nt, chunk, [&](std::int64_t b, std::int64_t e) {
     std::int16_t* t = temps.data() + (b / chunk) * tlen;
     const std::uint8_t* rows[kMaxRows];
@@ -566,11 +656,11 @@ void run_separable(const Separable& s, const Image& im, int threads) {
       std::int16_t* v = t + im.ax;
       s.vertical(s, rows, w, v);
       // Border columns of the temporary row: the column sums are linear in the pixels, so a
-      // reflected/replicated column's sum is the sum at the mapped column.
-      for (std::int64_t c = 0; c < s.kw - 1; ++c) {
-        const std::int64_t x = c < im.ax ? c - im.ax : w + (c - im.ax);
-        const std::int64_t m = map_index(x, w, im.border);
-        t[static_cast<std::size_t>(im.ax + x)] = m < 0 ? zero_col : v[m];
+      // reflected/replicated column's sum is the sum at the mapped column (recomputed from the
+      // pixels: reading it back from v right after the vector stores stalls store forwarding).
+      for (int c = 0; c < s.kw - 1; ++c) {
+        const std::int64_t m = border_src[c];
+        t[border_dst[c]] = m < 0 ? zero_col : sep_column(s, rows, m);
       }
       s.horizontal(s, t, w, im.out + i * im.out_stride);
     }

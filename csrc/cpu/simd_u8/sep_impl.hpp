@@ -22,9 +22,8 @@ template <class V, int N, class Load>
 inline void sep_taps(const Separable::Taps& taps, const typename V::T* coef,
                      typename V::T* acc, Load load) {
   using T = typename V::T;
-  for (int i = 0; i < taps.n; ++i) {
+  auto term = [&](int i, T* a) {
     const SepTap& tp = taps.t[i];
-    T a[N];
     for (int q = 0; q < N; ++q) a[q] = load(tp.v, q);
     if (tp.m >= 0)
       for (int q = 0; q < N; ++q) a[q] = V::add16(a[q], load(tp.m, q));
@@ -34,10 +33,17 @@ inline void sep_taps(const Separable::Taps& taps, const typename V::T* coef,
     } else if (tp.shift < 0) {
       for (int q = 0; q < N; ++q) a[q] = V::mullo16(a[q], coef[i]);
     }
-    for (int q = 0; q < N; ++q) acc[q] = i == 0 ? a[q] : V::add16(acc[q], a[q]);
-  }
-  if (taps.n == 0)
+  };
+  if (taps.n == 0) {
     for (int q = 0; q < N; ++q) acc[q] = V::zero();
+    return;
+  }
+  term(0, acc);
+  for (int i = 1; i < taps.n; ++i) {
+    T a[N];
+    term(i, a);
+    for (int q = 0; q < N; ++q) acc[q] = V::add16(acc[q], a[q]);
+  }
 }
 
 template <class V>
@@ -51,24 +57,21 @@ void sep_vertical(const Separable& s, const std::uint8_t* const* rows, std::int6
   using T = typename V::T;
   constexpr int L = V::kBytes / 2;  // pixels per vector
   if (w < L) {
-    for (std::int64_t x = 0; x < w; ++x) {
-      std::int32_t sum = 0;
-      for (int u = 0; u < s.kh; ++u) sum += s.a[u] * rows[u][x];
-      std::uint16_t bits = static_cast<std::uint16_t>(sum);
-      if (s.biased()) bits ^= 0x8000u;
-      v[x] = static_cast<std::int16_t>(bits);
-    }
+    for (std::int64_t x = 0; x < w; ++x) v[x] = sep_column(s, rows, x);
     return;
   }
   T coef[kMaxTaps];
   tap_coefs<V>(s.vtaps, coef);
   const T flip = V::set1_16(s.biased() ? static_cast<short>(0x8000) : 0);
+  const bool biased = s.biased();
   auto chunk = [&](std::int64_t x, auto n) {
     constexpr int N = decltype(n)::value;
     T acc[N];
     sep_taps<V, N>(s.vtaps, coef, acc,
                    [&](int u, int q) { return V::load_u8_16(rows[u] + x + L * q); });
-    for (int q = 0; q < N; ++q) V::store(v + x + L * q, V::xor_(acc[q], flip));
+    if (biased)
+      for (int q = 0; q < N; ++q) acc[q] = V::xor_(acc[q], flip);
+    for (int q = 0; q < N; ++q) V::store(v + x + L * q, acc[q]);
   };
   std::int64_t x = 0;
   for (; x + 4 * L <= w; x += 4 * L) chunk(x, std::integral_constant<int, 4>{});
@@ -87,11 +90,14 @@ void sep_horizontal16(const Separable& s, const std::int16_t* t, std::int64_t w,
     constexpr int N = decltype(n)::value;
     T acc[N];
     sep_taps<V, N>(s.htaps, coef, acc, [&](int c, int q) { return V::load(t + x + c + L * q); });
-    for (int q = 0; q < N; ++q) acc[q] = vfinish16<V>(acc[q], s.h_ir, s.div);
+    // max with 0 (signed IRs), divide, and the store saturates at 255
+    if (s.h_ir == IR::s16)
+      for (int q = 0; q < N; ++q) acc[q] = V::max16(acc[q], V::zero());
+    for (int q = 0; q < N; ++q) acc[q] = vdiv16<V>(acc[q], s.div);
     if constexpr (N == 1) {
-      V::store_u8_from16(out + x, acc[0]);
+      V::store_u8_sat16(out + x, acc[0]);
     } else {
-      for (int q = 0; q < N; q += 2) V::store_u8_from16x2(out + x + L * q, acc[q], acc[q + 1]);
+      for (int q = 0; q < N; q += 2) V::store_u8_sat16x2(out + x + L * q, acc[q], acc[q + 1]);
     }
   };
   std::int64_t x = 0;
@@ -124,7 +130,7 @@ inline void horizontal32_chunk(const Separable& s, const std::int16_t* t, const 
   for (int q = 0; q < N; ++q) {
     const T eq = vfinish32<V>(V::add32(e[q], bias), s.div);
     const T oq = vfinish32<V>(V::add32(o[q], bias), s.div);
-    V::store_u8_from16(out + L * q, V::or_(eq, V::template slli32<16>(oq)));
+    V::store_u8_sat16(out + L * q, V::or_(eq, V::template slli32<16>(oq)));
   }
 }
 

@@ -82,6 +82,8 @@ struct Separable {
   SepHorizFn horizontal = nullptr;
   bool biased() const { return v_unsigned && h_ir == IR::s32; }
 };
+// Column sum at column x as the vertical pass stores it (scalar).
+std::int16_t sep_column(const Separable& s, const std::uint8_t* const* rows, std::int64_t x);
 // Exact scalar output from column sums t[0 .. kw) as the vertical pass stored them.
 std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t);
 std::uint8_t clip_div(std::int64_t sum, std::int64_t divisor);  // clip(floor(sum / d), 0, 255)
