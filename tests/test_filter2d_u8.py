@@ -1,6 +1,7 @@
 """filter2d_u8 (simd_u8): every algorithm x division case x border x kernel size against an exact
-integer NumPy reference; remainders (odd widths), one-row and one-column images; the AVX2 and
-portable paths equal; dispatch, registry and error messages."""
+integer NumPy reference; remainders (odd widths), one-row and one-column images; sep and pairs on
+every vector tier this CPU has (AVX-512 and AVX2, the latter forced by TENSORCONV_FORCE_AVX2);
+the vector tiers and the portable path equal; dispatch, registry and error messages."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import tensorconv as tc
 BORDERS = ("constant", "replicate", "reflect101")
 SIZES = list(range(3, 16))  # odd and even, 3..15
 AVX2_ALGOS = ("alg1", "alg2", "alg3", "sep", "pairs", "wide")
+TIERED_ALGOS = ("sep", "pairs")  # AVX-512 versions exist
 
 
 def _index(x: np.ndarray, n: int, border: str) -> np.ndarray:
@@ -53,6 +55,22 @@ def avx2():
         pytest.skip("no vector path in use here: " + _simd_row().note)
 
 
+def _tiers():
+    """Vector tiers to test here: the default one, and AVX2 forced when the default is AVX-512."""
+    default = tc.simd_u8_path()
+    return {"avx512": ["avx512", "avx2"], "avx2": ["avx2"]}.get(default, [])
+
+
+@pytest.fixture(params=_tiers() or [pytest.param("none", marks=pytest.mark.skip(
+    reason="no vector path in use here"))])
+def tier(request, monkeypatch):
+    """Runs the test on each vector tier (TENSORCONV_FORCE_AVX2=1 for 'avx2' on AVX-512 CPUs)."""
+    if request.param == "avx2" and tc.simd_u8_path() == "avx512":
+        monkeypatch.setenv("TENSORCONV_FORCE_AVX2", "1")
+    assert tc.simd_u8_path() == request.param
+    return request.param
+
+
 def _simd_row():
     return next(m for m in tc.methods() if m.name == "simd_u8")
 
@@ -83,7 +101,7 @@ def divisor_for(kernel, algo: str, case: str) -> int:
 
 @pytest.mark.parametrize("algo,k", [(a, k) for a in AVX2_ALGOS for k in SIZES
                                      if a != "alg1" or k <= 5])  # alg1 > 5x5 raises (below)
-def test_algorithm_case_border_size(algo, k, avx2):
+def test_algorithm_case_border_size(algo, k, tier):
     rng = np.random.default_rng(100 * k + AVX2_ALGOS.index(algo))
     image = rng.integers(0, 256, (13, 45), dtype=np.uint8)  # 45: blocks + strips + tail
     kernels = [kernel_for(algo, k, k, rng)]
@@ -150,9 +168,38 @@ def test_shapes_remainders_and_anchors(algo, avx2):
                                           err_msg=f"{algo} {ks} {shape} {anchor} {border} {d}")
 
 
-def test_avx2_and_portable_paths_equal(monkeypatch, avx2):
+@pytest.mark.parametrize("algo", TIERED_ALGOS + ("auto",))
+def test_tier_widths_cases_borders(algo, tier):
+    """sep and pairs on each vector tier: every kernel size, division case and border, image
+    widths around the vector and block sizes of both tiers (16/32/64 columns), so the chunk
+    loops, overlapped tails, scalar fallbacks and edge strips all run."""
+    rng = np.random.default_rng(40 + TIERED_ALGOS.index(algo) if algo in TIERED_ALGOS else 49)
+    widths = [1, 5, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 96, 127, 128, 129, 200, 257]
+    for i, k in enumerate(SIZES):
+        kernels = [kernel_for("sep" if algo == "sep" else "pairs", k, k, rng)]
+        if algo == "pairs":
+            kernels.append(kernel_for("alg3", k, k, rng))  # 32-bit IRs
+        if algo == "auto":
+            b = np.array([1] + [int(rng.integers(1, 9)) for _ in range(k - 2)] + [1])
+            kernels.append(np.outer(b, b[::-1] if k % 3 else b))  # symmetric or not
+        for kernel in kernels:
+            for case in ("A", "B", "C"):
+                d = divisor_for(kernel, "auto" if algo == "auto" else algo, case)
+                w = widths[(3 * i + "ABC".index(case)) % len(widths)]
+                image = rng.integers(0, 256, (int(rng.integers(1, 9)), w), dtype=np.uint8)
+                info = tc.filter2d_u8_info(kernel, d, algorithm=algo)
+                assert info["path"] == (tier if info["algorithm"] in TIERED_ALGOS else "avx2")
+                for border in BORDERS:
+                    out = tc.filter2d_u8(image, kernel, d, border=border, algorithm=algo)
+                    np.testing.assert_array_equal(
+                        out, reference(image, kernel, d, border),
+                        err_msg=f"{tier} {algo} k={k} case {case} {border} w={w}")
+
+
+def test_vector_tiers_and_portable_equal(monkeypatch, avx2):
     rng = np.random.default_rng(11)
     image = rng.integers(0, 256, (96, 517), dtype=np.uint8)
+    tiers = {"avx2": "TENSORCONV_FORCE_AVX2", "portable": "TENSORCONV_FORCE_PORTABLE"}
     for k in (3, 4, 5, 7, 9, 12, 15):
         for kernel in (rng.integers(-128 // k, 128 // k, (k, k)).astype(np.int8),
                        rng.integers(-100, 100, (k, k)).astype(np.int8),
@@ -160,11 +207,13 @@ def test_avx2_and_portable_paths_equal(monkeypatch, avx2):
                        rng.integers(-900, 900, (k, k)).astype(np.int16)):
             for border in BORDERS:
                 fast = tc.filter2d_u8(image, kernel, 97, border=border)
-                monkeypatch.setenv("TENSORCONV_FORCE_PORTABLE", "1")
-                assert tc.simd_u8_path() == "portable"
-                slow = tc.filter2d_u8(image, kernel, 97, border=border)
-                monkeypatch.delenv("TENSORCONV_FORCE_PORTABLE")
-                np.testing.assert_array_equal(fast, slow)
+                for path, var in tiers.items():
+                    monkeypatch.setenv(var, "1")
+                    assert tc.simd_u8_path() == path
+                    np.testing.assert_array_equal(
+                        tc.filter2d_u8(image, kernel, 97, border=border), fast,
+                        err_msg=f"{path} k={k} {border}")
+                    monkeypatch.delenv(var)
     np.testing.assert_array_equal(fast, reference(image, kernel, 97, border))
 
 
@@ -246,6 +295,21 @@ def test_registry_row():
                 assert choose_method(precision, False, macs) != "simd_u8"
             except ValueError:
                 pass  # no method for this precision here
+
+
+def test_forced_avx2_note(monkeypatch, avx2):
+    monkeypatch.setenv("TENSORCONV_FORCE_AVX2", "1")
+    assert tc.simd_u8_path() == "avx2"
+    assert "AVX2 path in use" in _simd_row().note
+    for kernel, algo in ((np.ones((3, 3), np.int8), "sep"), (np.eye(3, dtype=np.int8), "pairs"),
+                         (np.eye(3, dtype=np.int8), "alg2")):
+        info = tc.filter2d_u8_info(kernel, 9, algorithm=algo)
+        assert info["algorithm"] == algo and info["path"] == "avx2"
+    monkeypatch.delenv("TENSORCONV_FORCE_AVX2")
+    if tc.simd_u8_path() == "avx512":
+        assert "AVX-512 path in use" in _simd_row().note
+        assert tc.filter2d_u8_info(np.eye(3, dtype=np.int8), 9)["path"] == "avx512"
+        assert tc.filter2d_u8_info(np.eye(3, dtype=np.int8), 9, algorithm="alg1")["path"] == "avx2"
 
 
 def test_forced_portable_note(monkeypatch):
