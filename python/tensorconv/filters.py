@@ -12,6 +12,9 @@ from . import _core
 BORDERS = ("constant", "replicate", "reflect101")
 ALGORITHMS = ("auto", "alg1", "alg2", "alg3", "sep", "pairs", "wide", "portable")
 _MAX_K = 15
+_U8 = np.dtype(np.uint8)
+# Kernel dtypes that convert to the core's int32 exactly (the core checks the 16-bit range).
+_EXACT_INT32 = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32))
 
 
 def _int_arg(value, name: str) -> int:
@@ -82,8 +85,24 @@ def filter2d_u8(image, kernel, divisor, *, border="reflect101", anchor=None, thr
     extensions (pairs: broadcast coefficient pairs; wide: 16-bit coefficients; portable:
     scalar); a forced algorithm that cannot be exact for this kernel raises ValueError saying
     why. ``threads``: worker threads over rows (None: all hardware threads).
-    Set TENSORCONV_FORCE_PORTABLE=1 to run the portable path instead of AVX2.
+    Vector paths: AVX-512 (sep and pairs) where the CPU has AVX-512 BW, else AVX2;
+    TENSORCONV_FORCE_AVX2=1 caps them at AVX2, TENSORCONV_FORCE_PORTABLE=1 runs the portable
+    scalar path.
     """
+    # Fast path for the common call (C-contiguous uint8 image, integer ndarray kernel, int
+    # divisor, default anchor and threads): a few identity tests instead of the full validation
+    # below (which gives the same results and the detailed errors), since small images take
+    # only microseconds.
+    if (type(image) is np.ndarray and type(kernel) is np.ndarray and type(divisor) is int
+            and anchor is None and threads is None and image.dtype is _U8
+            and image.ndim == 2 and kernel.ndim == 2 and kernel.dtype in _EXACT_INT32
+            and 0 < divisor < 2**31 and border in BORDERS and algorithm in ALGORITHMS
+            and image.flags.c_contiguous):
+        kh, kw = kernel.shape
+        h, w = image.shape
+        if 0 < kh <= _MAX_K and 0 < kw <= _MAX_K and h and w:
+            return _core.filter2d_u8(image, kernel, divisor, border, kh // 2, kw // 2, algorithm,
+                                     0)
     image = _check_image(image)
     k = _check_kernel(kernel)
     d = _check_divisor(divisor)
@@ -116,6 +135,7 @@ def filter2d_u8_info(kernel, divisor, *, algorithm="auto") -> dict:
 
 
 def simd_u8_path() -> str:
-    """'avx2' or 'portable': the path filter2d_u8 takes now (TENSORCONV_FORCE_PORTABLE=1 forces
-    the portable one)."""
+    """'avx512', 'avx2' or 'portable': the vector tier filter2d_u8's sep and pairs algorithms use
+    now (TENSORCONV_FORCE_AVX2=1 caps it at 'avx2', TENSORCONV_FORCE_PORTABLE=1 forces
+    'portable'). Algorithms 1-3 and wide are AVX2 on both vector tiers."""
     return filter2d_u8_info(np.ones((1, 1), np.int8), 1)["path"]
