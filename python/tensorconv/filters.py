@@ -90,11 +90,12 @@ def filter2d_u8(image, kernel, divisor, *, border="reflect101", anchor=None, thr
     scalar path.
     """
     # Fast path for the common call (C-contiguous uint8 image, integer ndarray kernel, int
-    # divisor, default anchor and threads): a few identity tests instead of the full validation
+    # divisor, default anchor): a few identity tests instead of the full validation
     # below (which gives the same results and the detailed errors), since small images take
     # only microseconds.
     if (type(image) is np.ndarray and type(kernel) is np.ndarray and type(divisor) is int
-            and anchor is None and threads is None and image.dtype is _U8
+            and anchor is None and (threads is None or type(threads) is int and threads > 0)
+            and image.dtype is _U8
             and image.ndim == 2 and kernel.ndim == 2 and kernel.dtype in _EXACT_INT32
             and 0 < divisor < 2**31 and border in BORDERS and algorithm in ALGORITHMS
             and image.flags.c_contiguous):
@@ -102,7 +103,7 @@ def filter2d_u8(image, kernel, divisor, *, border="reflect101", anchor=None, thr
         h, w = image.shape
         if 0 < kh <= _MAX_K and 0 < kw <= _MAX_K and h and w:
             return _core.filter2d_u8(image, kernel, divisor, border, kh // 2, kw // 2, algorithm,
-                                     0)
+                                     threads or 0)
     image = _check_image(image)
     k = _check_kernel(kernel)
     d = _check_divisor(divisor)

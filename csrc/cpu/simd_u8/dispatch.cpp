@@ -295,8 +295,7 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
       s.div = make_divider(d, s.h_ir == IR::s32 ? 32 : 16);
       s.vtaps = make_taps(s.a);
       s.htaps = make_taps(s.b);
-      s.vertical = isa == Isa::avx512 ? &sep_vertical_avx512 : &sep_vertical_avx2;
-      s.horizontal = isa == Isa::avx512 ? &sep_horizontal_avx512 : &sep_horizontal_avx2;
+      s.run = isa == Isa::avx512 ? &sep_rows_avx512 : &sep_rows_avx2;
     }
   }
 
@@ -474,8 +473,8 @@ struct Image {
   const std::uint8_t* zero;  // a zero row of w + 64 bytes, for the constant border
 };
 
-void row_pointers(const Image& im, std::int64_t first, int n, const std::uint8_t** rows) {
-  for (int u = 0; u < n; ++u) {
+void row_pointers(const Image& im, std::int64_t first, std::int64_t n, const std::uint8_t** rows) {
+  for (std::int64_t u = 0; u < n; ++u) {
     const std::int64_t y = map_index(first + u, im.h, im.border);
     rows[u] = y < 0 ? im.zero : im.in + y * im.in_stride;
   }
@@ -635,13 +634,15 @@ void run_blocks(const Block& bk, const Image& im, int threads) {
 
 void run_separable(const Separable& s, const Image& im, int threads) {
   const std::int64_t w = im.w, tlen = w + s.kw + 16;
-  const std::int16_t zero_col = static_cast<std::int16_t>(s.biased() ? 0x8000 : 0);
   const int nt = thread_count(threads);
   const std::int64_t chunk = chunk_of(im.h, nt);
   // Algorithm 7's temporary row, one per chunk, allocated here so a failure raises MemoryError
   // in the caller rather than terminating a worker thread.
   const std::int64_t nchunks = (im.h + chunk - 1) / chunk;
   std::vector<std::int16_t> temps(static_cast<std::size_t>(nchunks * tlen), 0);
+  // Input row pointers, border rows mapped: output row i reads rows[i .. i + kh).
+  std::vector<const std::uint8_t*> rows(static_cast<std::size_t>(im.h + s.kh - 1));
+  row_pointers(im, -im.ay, static_cast<int>(rows.size()), rows.data());
   std::int64_t border_src[kMaxK], border_dst[kMaxK];  // the same for every row
   for (int c = 0; c < s.kw - 1; ++c) {
     const std::int64_t x = c < im.ax ? c - im.ax : w + (c - im.ax);
@@ -649,21 +650,9 @@ void run_separable(const Separable& s, const Image& im, int threads) {
     border_dst[c] = im.ax + x;
   }
   parallel_chunks(im.h, nt, chunk, [&](std::int64_t b, std::int64_t e) {
-    std::int16_t* t = temps.data() + (b / chunk) * tlen;
-    const std::uint8_t* rows[kMaxRows];
-    for (std::int64_t i = b; i < e; ++i) {
-      row_pointers(im, i - im.ay, s.kh, rows);
-      std::int16_t* v = t + im.ax;
-      s.vertical(s, rows, w, v);
-      // Border columns of the temporary row: the column sums are linear in the pixels, so a
-      // reflected/replicated column's sum is the sum at the mapped column (recomputed from the
-      // pixels: reading it back from v right after the vector stores stalls store forwarding).
-      for (int c = 0; c < s.kw - 1; ++c) {
-        const std::int64_t m = border_src[c];
-        t[border_dst[c]] = m < 0 ? zero_col : sep_column(s, rows, m);
-      }
-      s.horizontal(s, t, w, im.out + i * im.out_stride);
-    }
+    const SepRows j{rows.data(), w,          temps.data() + (b / chunk) * tlen, im.ax,
+                    border_src,  border_dst, im.out,                            im.out_stride};
+    s.run(s, j, b, e);
   });
 }
 

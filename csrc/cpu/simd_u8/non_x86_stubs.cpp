@@ -11,11 +11,8 @@ void build_alg3_avx2(Block&, const std::int32_t*) {}
 void build_pairs_avx2(Block&, const std::int32_t*) {}
 void build_pairs_avx512(Block&, const std::int32_t*) {}
 void build_wide_avx2(Block&, const std::int32_t*) {}
-void sep_vertical_avx2(const Separable&, const std::uint8_t* const*, std::int64_t, std::int16_t*) {}
-void sep_horizontal_avx2(const Separable&, const std::int16_t*, std::int64_t, std::uint8_t*) {}
-void sep_vertical_avx512(const Separable&, const std::uint8_t* const*, std::int64_t,
-                         std::int16_t*) {}
-void sep_horizontal_avx512(const Separable&, const std::int16_t*, std::int64_t, std::uint8_t*) {}
+void sep_rows_avx2(const Separable&, const SepRows&, std::int64_t, std::int64_t) {}
+void sep_rows_avx512(const Separable&, const SepRows&, std::int64_t, std::int64_t) {}
 }  // namespace u8
 }  // namespace tc
 #endif  // !TC_X86

@@ -20,31 +20,44 @@ namespace {
 
 // Table layout: one broadcast pair vector (V::kBytes bytes) per (u, t) in tab (pair
 // i = u * np + t); for 32-bit IRs, k32 holds the 16-bit groups (see pairs32_block, build_pairs).
-// NP = pairs per kernel row (a template argument so the pair loop unrolls).
-template <class V, int NP>
+// NP = pairs per kernel row (a template argument so the pair loop unrolls). R output rows at once
+// (register blocking, section 3.3): each loaded input row and coefficient vector serves every
+// output row it belongs to, which cuts the loads per output (they, not the arithmetic, bound it).
+template <class V, int NP, int R>
 void pairs16_block(const Block& bk, const std::uint8_t* const* rows, std::uint8_t* const* outs,
                    std::int64_t off) {
   using T = typename V::T;
   const std::uint8_t* tab = bk.tab.data();
-  T even = V::zero(), odd = V::zero();
-  for (int u = 0; u < bk.kh; ++u) {
+  T even[R], odd[R];
+  for (int q = 0; q < R; ++q) even[q] = odd[q] = V::zero();
+  for (int u = 0; u < bk.kh + R - 1; ++u) {
     const std::uint8_t* r = rows[u] + off;
-    const std::uint8_t* cu = tab + V::kBytes * NP * u;
     unroll<NP>([&](auto t) {
-      const T c = V::load(cu + V::kBytes * t);
-      even = V::add16(even, V::maddubs(V::load(r + 2 * t), c));
-      odd = V::add16(odd, V::maddubs(V::load(r + 2 * t + 1), c));
+      const T a = V::load(r + 2 * t), b = V::load(r + 2 * t + 1);
+      unroll<R>([&](auto q) {
+        const int cu = u - q;  // kernel row that input row u meets in output row q
+        if (R == 1 || (cu >= 0 && cu < bk.kh)) {
+          const T c = V::load(tab + V::kBytes * (NP * cu + t));
+          even[q] = V::add16(even[q], V::maddubs(a, c));
+          odd[q] = V::add16(odd[q], V::maddubs(b, c));
+        }
+      });
     });
   }
-  V::store(outs[0] + off, V::or_(vfinish16<V>(even, bk.ir, bk.div),
-                                 V::template slli16<8>(vfinish16<V>(odd, bk.ir, bk.div))));
+  for (int q = 0; q < R; ++q)
+    V::store(outs[q] + off, V::or_(vfinish16<V>(even[q], bk.ir, bk.div),
+                                   V::template slli16<8>(vfinish16<V>(odd[q], bk.ir, bk.div))));
 }
 
 template <class V>
 struct Pairs16 {
   template <int NP>
   struct At {
-    static void run(BlockFn& fn) { fn = &repeat<&pairs16_block<V, NP>>; }
+    static void run(Block& b) {
+      b.fn = &repeat<&pairs16_block<V, NP, 3>>;
+      b.fn1 = &repeat<&pairs16_block<V, NP, 1>>;
+      b.rows_out = 3;
+    }
   };
 };
 
@@ -134,12 +147,11 @@ void build_pairs(Block& b, const std::int32_t* k) {
   b.reads = b.kw + VB;
   b.writes = VB;
   if (b.ir == IR::s32) {
-    b.fn = &repeat<&pairs32_block<V>>;
+    b.fn = b.fn1 = &repeat<&pairs32_block<V>>;
+    b.rows_out = 1;
   } else {
-    with_kw<Pairs16<V>::template At, 8>(np, b.fn);
+    with_kw<Pairs16<V>::template At, 8>(np, b);
   }
-  b.fn1 = b.fn;
-  b.rows_out = 1;
 }
 
 }  // namespace

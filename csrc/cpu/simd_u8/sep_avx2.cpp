@@ -10,14 +10,8 @@
 namespace tc {
 namespace u8 {
 
-void sep_vertical_avx2(const Separable& s, const std::uint8_t* const* rows, std::int64_t w,
-                       std::int16_t* v) {
-  sep_vertical<V256>(s, rows, w, v);
-}
-
-void sep_horizontal_avx2(const Separable& s, const std::int16_t* t, std::int64_t w,
-                         std::uint8_t* out) {
-  sep_horizontal<V256>(s, t, w, out);
+void sep_rows_avx2(const Separable& s, const SepRows& j, std::int64_t b, std::int64_t e) {
+  sep_rows<V256>(s, j, b, e);
 }
 
 }  // namespace u8

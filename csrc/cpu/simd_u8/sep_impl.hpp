@@ -52,16 +52,14 @@ inline void tap_coefs(const Separable::Taps& taps, typename V::T* coef) {
 }
 
 template <class V>
-void sep_vertical(const Separable& s, const std::uint8_t* const* rows, std::int64_t w,
-                  std::int16_t* v) {
+inline void sep_vertical(const Separable& s, const typename V::T* coef,
+                         const std::uint8_t* const* rows, std::int64_t w, std::int16_t* v) {
   using T = typename V::T;
   constexpr int L = V::kBytes / 2;  // pixels per vector
   if (w < L) {
     for (std::int64_t x = 0; x < w; ++x) v[x] = sep_column(s, rows, x);
     return;
   }
-  T coef[kMaxTaps];
-  tap_coefs<V>(s.vtaps, coef);
   const T flip = V::set1_16(s.biased() ? static_cast<short>(0x8000) : 0);
   const bool biased = s.biased();
   auto chunk = [&](std::int64_t x, auto n) {
@@ -80,12 +78,10 @@ void sep_vertical(const Separable& s, const std::uint8_t* const* rows, std::int6
 }
 
 template <class V>
-void sep_horizontal16(const Separable& s, const std::int16_t* t, std::int64_t w,
-                      std::uint8_t* out) {
+inline void sep_horizontal16(const Separable& s, const typename V::T* coef, const std::int16_t* t,
+                             std::int64_t w, std::uint8_t* out) {
   using T = typename V::T;
   constexpr int L = V::kBytes / 2;  // outputs per vector
-  T coef[kMaxTaps];
-  tap_coefs<V>(s.htaps, coef);
   auto chunk = [&](std::int64_t x, auto n) {
     constexpr int N = decltype(n)::value;
     T acc[N];
@@ -135,21 +131,10 @@ inline void horizontal32_chunk(const Separable& s, const std::int16_t* t, const 
 }
 
 template <class V>
-void sep_horizontal(const Separable& s, const std::int16_t* t, std::int64_t w,
-                    std::uint8_t* out) {
-  if (s.h_ir != IR::s32) {
-    sep_horizontal16<V>(s, t, w, out);
-    return;
-  }
-  using T = typename V::T;
+inline void sep_horizontal32(const Separable& s, const typename V::T* pairs,
+                             const std::int16_t* t, std::int64_t w, std::uint8_t* out) {
   constexpr int L = V::kBytes / 2;
-  T pairs[(kMaxTaps + 1) / 2];
   const int np = (s.kw + 1) / 2;
-  for (int i = 0; i < np; ++i) {
-    const std::int32_t lo = s.b[2 * i], hi = 2 * i + 1 < s.kw ? s.b[2 * i + 1] : 0;
-    pairs[i] = V::set1_32(static_cast<std::int32_t>(
-        (static_cast<std::uint32_t>(lo) & 0xFFFFu) | (static_cast<std::uint32_t>(hi) << 16)));
-  }
   std::int64_t x = 0;
   for (; x + 2 * L <= w; x += 2 * L) horizontal32_chunk<V, 2>(s, t + x, pairs, np, out + x);
   for (; x + L <= w; x += L) horizontal32_chunk<V, 1>(s, t + x, pairs, np, out + x);
@@ -157,6 +142,38 @@ void sep_horizontal(const Separable& s, const std::int16_t* t, std::int64_t w,
     horizontal32_chunk<V, 1>(s, t + w - L, pairs, np, out + w - L);
   else
     for (; x < w; ++x) out[x] = sep_scalar_output(s, t + x);
+}
+
+// Output rows [b, e): the coefficient vectors are set up once for all of them.
+template <class V>
+void sep_rows(const Separable& s, const SepRows& j, std::int64_t b, std::int64_t e) {
+  using T = typename V::T;
+  T vcoef[kMaxTaps], hcoef[kMaxTaps], pairs[(kMaxTaps + 1) / 2];
+  tap_coefs<V>(s.vtaps, vcoef);
+  tap_coefs<V>(s.htaps, hcoef);
+  for (int i = 0; i < (s.kw + 1) / 2; ++i) {
+    const std::int32_t lo = s.b[2 * i], hi = 2 * i + 1 < s.kw ? s.b[2 * i + 1] : 0;
+    pairs[i] = V::set1_32(static_cast<std::int32_t>(
+        (static_cast<std::uint32_t>(lo) & 0xFFFFu) | (static_cast<std::uint32_t>(hi) << 16)));
+  }
+  const std::int16_t zero_col = static_cast<std::int16_t>(s.biased() ? 0x8000 : 0);
+  std::int16_t* t = j.t;
+  for (std::int64_t i = b; i < e; ++i) {
+    const std::uint8_t* const* rows = j.rows + i;
+    sep_vertical<V>(s, vcoef, rows, j.w, t + j.ax);
+    // Border columns of the temporary row: the column sums are linear in the pixels, so a
+    // reflected/replicated column's sum is the sum at the mapped column (recomputed from the
+    // pixels: reading it back from t right after the vector stores stalls store forwarding).
+    for (int c = 0; c < s.kw - 1; ++c) {
+      const std::int64_t m = j.border_src[c];
+      t[j.border_dst[c]] = m < 0 ? zero_col : sep_column(s, rows, m);
+    }
+    std::uint8_t* out = j.out + i * j.out_stride;
+    if (s.h_ir == IR::s32)
+      sep_horizontal32<V>(s, pairs, t, j.w, out);
+    else
+      sep_horizontal16<V>(s, hcoef, t, j.w, out);
+  }
 }
 
 }  // namespace

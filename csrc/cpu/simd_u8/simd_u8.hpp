@@ -2,7 +2,9 @@
 // semantics: out = clip(floor(sum(image * kernel) / divisor), 0, 255), exact at every pixel.
 // Shared declarations between the dispatch/driver file and the per-algorithm files.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,24 @@ Divider make_divider(std::int64_t d, int w);
 // How 16-bit intermediate results are read: signed (max with 0 before dividing) or unsigned.
 enum class IR : int { s16, u16, s32 };
 
+// Allocator for coefficient tables: 64-byte alignment, so a vector coefficient load never
+// crosses a cache line (malloc's 16-byte alignment split 3 of 4 AVX-512 coefficient loads).
+template <class T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <class U>
+  Aligned64(const Aligned64<U>&) {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64}));
+  }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t{64}); }
+  template <class U>
+  bool operator==(const Aligned64<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const Aligned64<U>&) const { return false; }
+};
+
 // One vectorized routine bound to its prepared coefficients. A block computes `outputs` pixels of
 // each of `rows_out` output rows from rows[0 .. kh + rows_out - 2] (pointers at the first input
 // column of the block), reading `reads` bytes of each row and writing `writes` bytes at each out
@@ -45,7 +65,7 @@ struct Block {
   IR ir = IR::s16;
   Divider div;
   std::int64_t divisor = 1;       // the portable path divides exactly
-  std::vector<std::uint8_t> tab;  // vector coefficients, 32 bytes each
+  std::vector<std::uint8_t, Aligned64<std::uint8_t>> tab;  // vector coefficients
   std::vector<std::int32_t> k32;  // the kernel as int32 (portable) or coefficient pairs (wide)
 };
 
@@ -61,10 +81,20 @@ struct SepTap {
 // Separable kernel (Algorithm 7): kernel = outer(a, b); vertical pass into a 16-bit row, then
 // horizontal pass. V unsigned: the column sums are read as uint16 (a >= 0).
 struct Separable;
-using SepVertFn = void (*)(const Separable&, const std::uint8_t* const* rows, std::int64_t w,
-                           std::int16_t* v);
-using SepHorizFn = void (*)(const Separable&, const std::int16_t* t, std::int64_t w,
-                            std::uint8_t* out);
+// Output rows [b, e) of one image: rows[i + u] is the (border-mapped) input row that kernel row u
+// of output row i reads; t is the temporary row (w + kw + 16 elements, column x at t[ax + x]),
+// whose kw - 1 border columns t[border_dst[c]] hold the sum at column border_src[c] (-1: zero).
+struct SepRows {
+  const std::uint8_t* const* rows;
+  std::int64_t w;
+  std::int16_t* t;
+  int ax;
+  const std::int64_t* border_src;
+  const std::int64_t* border_dst;
+  std::uint8_t* out;
+  std::int64_t out_stride;
+};
+using SepRowsFn = void (*)(const Separable&, const SepRows&, std::int64_t b, std::int64_t e);
 struct Separable {
   int kh = 0, kw = 0;
   std::vector<std::int32_t> a, b;
@@ -78,8 +108,7 @@ struct Separable {
     SepTap t[kMaxTaps];
   };
   Taps vtaps, htaps;  // from a (rows) and b (columns), prepared once per kernel
-  SepVertFn vertical = nullptr;
-  SepHorizFn horizontal = nullptr;
+  SepRowsFn run = nullptr;  // the vector tier's row loop
   bool biased() const { return v_unsigned && h_ir == IR::s32; }
 };
 // Column sum at column x as the vertical pass stores it (scalar).
@@ -130,16 +159,10 @@ void build_wide_avx2(Block& b, const std::int32_t* k);
 void build_pairs_avx2(Block& b, const std::int32_t* k);    // b.ir set first
 void build_pairs_avx512(Block& b, const std::int32_t* k);  // b.ir set first
 void build_portable(Block& b, const std::int32_t* k);
-// Algorithm 7 passes: column sums of `w` pixels into v (16-bit, biased by -32768 when asked),
-// then the row pass over t[0 .. w + kw) (one readable slack element) into w output bytes.
-void sep_vertical_avx2(const Separable& s, const std::uint8_t* const* rows, std::int64_t w,
-                       std::int16_t* v);
-void sep_horizontal_avx2(const Separable& s, const std::int16_t* t, std::int64_t w,
-                         std::uint8_t* out);
-void sep_vertical_avx512(const Separable& s, const std::uint8_t* const* rows, std::int64_t w,
-                         std::int16_t* v);
-void sep_horizontal_avx512(const Separable& s, const std::int16_t* t, std::int64_t w,
-                           std::uint8_t* out);
+// Algorithm 7's row loop per vector tier (sep_avx2.cpp, sep_avx512.cpp): for each output row,
+// the vertical pass into t, the border columns, the horizontal pass into the output row.
+void sep_rows_avx2(const Separable& s, const SepRows& j, std::int64_t b, std::int64_t e);
+void sep_rows_avx512(const Separable& s, const SepRows& j, std::int64_t b, std::int64_t e);
 
 }  // namespace u8
 }  // namespace tc
