@@ -46,6 +46,10 @@ inline void sep_taps(const Separable::Taps& taps, const typename V::T* coef,
   }
 }
 
+// Vectors per step of the 1-D passes: 8 with 32 registers (AVX-512), 4 with 16 (AVX2: 8 spills).
+template <class V>
+constexpr int kSepN = V::kBytes == 64 ? 8 : 4;
+
 template <class V>
 inline void tap_coefs(const Separable::Taps& taps, typename V::T* coef) {
   for (int i = 0; i < taps.n; ++i) coef[i] = V::set1_16(static_cast<short>(taps.t[i].c));
@@ -72,7 +76,10 @@ inline void sep_vertical(const Separable& s, const typename V::T* coef,
     for (int q = 0; q < N; ++q) V::store(v + x + L * q, acc[q]);
   };
   std::int64_t x = 0;
-  for (; x + 4 * L <= w; x += 4 * L) chunk(x, std::integral_constant<int, 4>{});
+  // Wide steps share each tap's set-up over more vectors (the taps are run-time data).
+  for (; x + kSepN<V> * L <= w; x += kSepN<V> * L)
+    chunk(x, std::integral_constant<int, kSepN<V>>{});
+  for (; x + 2 * L <= w; x += 2 * L) chunk(x, std::integral_constant<int, 2>{});
   for (; x + L <= w; x += L) chunk(x, std::integral_constant<int, 1>{});
   if (x < w) chunk(w - L, std::integral_constant<int, 1>{});  // overlap the last vector
 }
@@ -90,14 +97,17 @@ inline void sep_horizontal16(const Separable& s, const typename V::T* coef, cons
     if (s.h_ir == IR::s16)
       for (int q = 0; q < N; ++q) acc[q] = V::max16(acc[q], V::zero());
     for (int q = 0; q < N; ++q) acc[q] = vdiv16<V>(acc[q], s.div);
-    if constexpr (N == 1) {
+    if constexpr (N % 2) {
       V::store_u8_sat16(out + x, acc[0]);
     } else {
       for (int q = 0; q < N; q += 2) V::store_u8_sat16x2(out + x + L * q, acc[q], acc[q + 1]);
     }
   };
   std::int64_t x = 0;
-  for (; x + 4 * L <= w; x += 4 * L) chunk(x, std::integral_constant<int, 4>{});
+  // Wide steps share each tap's set-up over more vectors (the taps are run-time data).
+  for (; x + kSepN<V> * L <= w; x += kSepN<V> * L)
+    chunk(x, std::integral_constant<int, kSepN<V>>{});
+  for (; x + 2 * L <= w; x += 2 * L) chunk(x, std::integral_constant<int, 2>{});
   for (; x + L <= w; x += L) chunk(x, std::integral_constant<int, 1>{});
   if (x < w && w >= L)
     chunk(w - L, std::integral_constant<int, 1>{});
