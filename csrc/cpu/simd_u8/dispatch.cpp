@@ -1,9 +1,11 @@
 // simd_u8 dispatch and driver (portable C++): kernel analysis (IR bit width, maddubs pair
-// safety, separability, division case), the run-time AVX2 check, the portable path, and the
-// row/column driver that handles borders without padding the image (section 3.7): rows outside
-// the image are row pointers (reflected, replicated or a shared zero row), and the few blocks
-// that touch the left/right border or the row's end run the same vector routine on a <= 128-byte
-// per-row strip instead of a scalar remainder loop.
+// safety, separability, division case), the run-time choice of vector tier (AVX-512 for sep and
+// pairs, AVX2, portable), a small cache of prepared kernels, the portable path, and the row/column
+// driver that handles borders without padding the image (section 3.7): rows outside the image
+// are row pointers (reflected, replicated or a shared zero row), and the few blocks that touch
+// the left/right border or the row's end run the same vector routine on short per-row strips
+// (built once per input row and reused by the kh output rows that read it) instead of a scalar
+// remainder loop.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -461,7 +463,6 @@ inline std::int64_t map_index(std::int64_t x, std::int64_t n, Border border) {
 
 constexpr int kMaxRows = kMaxK + 2;       // kernel rows + register-blocking rows - 1
 constexpr double kParallelMinWork = 2e6;  // pixels x taps below which one thread is faster
-constexpr int kStrip = 128;
 
 struct Image {
   const std::uint8_t* in;
