@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -23,7 +24,8 @@ class Pool {
 
   void run(std::int64_t n, int threads, std::int64_t chunk, ChunkBody body, void* ctx) {
     std::unique_lock<std::mutex> one(call_, std::try_to_lock);
-    if (!one.owns_lock() || threads <= 1) {  // nested or concurrent caller: run inline
+    // Nested or concurrent caller, one thread, or a recent stall (below): run inline.
+    if (!one.owns_lock() || threads <= 1 || Clock::now() < solo_until_) {
       body(ctx, 0, n);
       return;
     }
@@ -40,11 +42,19 @@ class Pool {
       ++generation_;
     }
     work_.notify_all();
+    const auto t0 = Clock::now();
     chunks(body, ctx, n, chunk);
+    const auto t1 = Clock::now();
     std::unique_lock<std::mutex> lk(m_);
     body_ = nullptr;  // workers waking from now on find no job
     seats_ = 0;
     done_.wait(lk, [this] { return busy_ == 0; });
+    // A worker descheduled in the middle of a chunk (other jobs on the cores) makes the caller
+    // wait for the OS to run it again, often longer than the whole job. After such a stall the
+    // next calls run on the calling thread for a while, then threads are tried again.
+    const auto waited = Clock::now() - t1;
+    if (waited > std::chrono::microseconds(50) && waited > t1 - t0)
+      solo_until_ = Clock::now() + std::chrono::milliseconds(200);
   }
 
  private:
@@ -76,7 +86,9 @@ class Pool {
     }
   }
 
+  using Clock = std::chrono::steady_clock;
   std::mutex call_;  // one parallel_for at a time; others run inline
+  Clock::time_point solo_until_{};  // guarded by call_
   std::mutex m_;
   std::condition_variable work_, done_;
   std::vector<std::thread> workers_;

@@ -68,6 +68,10 @@ inline void sep_vertical(const Separable& s, const typename V::T* coef,
   const bool biased = s.biased();
   auto chunk = [&](std::int64_t x, auto n) {
     constexpr int N = decltype(n)::value;
+    for (int u = 0; u < s.kh; ++u)  // see kPrefetchAhead; N * L pixels = N * L / 64 lines
+      for (int o = 0; o < N * L; o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(rows[u] + x + kPrefetchAhead + o),
+                     _MM_HINT_T0);
     T acc[N];
     sep_taps<V, N>(s.vtaps, coef, acc,
                    [&](int u, int q) { return V::load_u8_16(rows[u] + x + L * q); });
