@@ -253,6 +253,26 @@ def test_separable_symmetric_and_power_of_two_taps(avx2):
                                               err_msg=f"{row} {case} {border}")
 
 
+def test_fast_path_matches_full_validation():
+    """filter2d_u8's fast path (ndarray kernel of an exactly-converting dtype, int divisor, default
+    anchor) gives what the fully validated call gives, and the core still rejects what the fast
+    path lets through unchecked (16-bit range of int32/uint16 kernels)."""
+    rng = np.random.default_rng(12)
+    image = rng.integers(0, 256, (19, 70), dtype=np.uint8)
+    for dtype in (np.int8, np.uint8, np.int16, np.uint16, np.int32):
+        kernel = rng.integers(0, 50, (5, 3)).astype(dtype)
+        fast = tc.filter2d_u8(image, kernel, 97)
+        slow = tc.filter2d_u8(image, kernel.tolist(), np.int64(97), anchor=(2, 1))
+        np.testing.assert_array_equal(fast, slow, err_msg=str(dtype))
+        np.testing.assert_array_equal(fast, reference(image, kernel, 97), err_msg=str(dtype))
+    np.testing.assert_array_equal(tc.filter2d_u8(image, kernel, 97, threads=2), fast)
+    for dtype in (np.uint16, np.int32):
+        with pytest.raises(ValueError, match="16 bits"):
+            tc.filter2d_u8(image, np.full((3, 3), 40000, dtype), 1)
+    with pytest.raises(ValueError, match="15"):
+        tc.filter2d_u8(image, np.ones((3, 16), np.int8), 1)
+
+
 def test_threads_and_strided_input():
     rng = np.random.default_rng(3)
     big = rng.integers(0, 256, (60, 200), dtype=np.uint8)

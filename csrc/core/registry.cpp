@@ -21,7 +21,8 @@ const std::vector<MethodInfo>& registry() {
        "CPU direct correlation, threads over rows, register-blocked AVX2/FMA kernels "
        "(portable fallback)"},
       {"simd_u8", Device::cpu, {}, 0, nullptr,
-       "CPU 8-bit integer filtering (Kelefouras 2022, AVX2 maddubs; portable fallback), "
+       "CPU 8-bit integer filtering (Kelefouras 2022, AVX2 maddubs, AVX-512 for sep and pairs; "
+       "portable fallback), "
        "OpenCV filter2D semantics",
        "filter2d_u8", &simd_u8_note},
       {"naive", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
