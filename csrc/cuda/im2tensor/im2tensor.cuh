@@ -589,7 +589,11 @@ class Plan final : public CudaPlan {
         staged_ = true;
         threads_ = kMmaWarps * 32;
         smem_ = MmaSmem(g_).total;
-        kfn_ = pick_mma(g_.nxt, g_.hKp / 16);
+        // The window as the MMAs' C operand wherever the accumulators are fp32;
+        // TENSORCONV_I2T_CHAIN=0 (benchmark-only) keeps zeroed tiles and float adds instead.
+        const char* chain_env = std::getenv("TENSORCONV_I2T_CHAIN");
+        const bool chain = MmaOp<T>::CREGS == 4 && !(chain_env && chain_env[0] == '0');
+        kfn_ = pick_mma(g_.nxt, g_.hKp / 16, chain);
       }
     }
     if (!kfn_) {
@@ -671,10 +675,13 @@ class Plan final : public CudaPlan {
     if (nxt <= 4) return pblock_kernel<T, S, E, 4>;
     return pblock_kernel<T, S, E, kXTilesMax>;
   }
-  static KernelFn pick_mma(int mt, int kc) {
+  static KernelFn pick_mma(int mt, int kc, bool chain) {
     if constexpr (kHasMma<T> && E != Epi::store_p) {
+      constexpr bool kCanChain = MmaOp<T>::CREGS == 4;
       switch (mt * 8 + kc) {
-#define TC_I2T_MMA(M_, K_) case M_ * 8 + K_: return pblock_mma_kernel<T, E, M_, K_>;
+#define TC_I2T_MMA(M_, K_)                                                           \
+  case M_ * 8 + K_:                                                                  \
+    return chain ? pblock_mma_kernel<T, E, M_, K_, kCanChain> : pblock_mma_kernel<T, E, M_, K_, false>;
         TC_I2T_MMA(1, 1) TC_I2T_MMA(1, 2) TC_I2T_MMA(1, 3) TC_I2T_MMA(1, 4)
         TC_I2T_MMA(2, 1) TC_I2T_MMA(2, 2) TC_I2T_MMA(2, 3) TC_I2T_MMA(2, 4)
         TC_I2T_MMA(3, 1) TC_I2T_MMA(3, 2) TC_I2T_MMA(3, 3) TC_I2T_MMA(3, 4)

@@ -38,7 +38,9 @@ template <> struct MmaOp<TrFp16> {  // half accumulator requested, as the paper'
 template <class AB> struct MmaF32 {
   static constexpr int CREGS = 4;
   __device__ static void run(std::uint32_t* c, const std::uint32_t* a, const std::uint32_t* b) {
-    float* f = reinterpret_cast<float*>(c);
+    runf(reinterpret_cast<float*>(c), a, b);
+  }
+  __device__ static void runf(float* f, const std::uint32_t* a, const std::uint32_t* b) {
     if constexpr (std::is_same_v<AB, __half>) {
       asm volatile(
           "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
@@ -75,12 +77,17 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t* r, const void* 
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
 }
 
-// Per-warp diagonal buffer: 8 rows (g) of L = 8·(NT + 2·MT - 1) partials, row pitch ≡ 8 mod 32
-// floats so the lanes' float2 stores and the diagonal reads are free of bank conflicts.
-__host__ __device__ inline int mma_buf_pitch(int nt, int mt) {
-  const int L = 8 * (nt + 2 * mt - 1);
-  return L + ((8 - L % 32) + 32) % 32;
+// Per-warp diagonal buffer, transposed: row D (local diagonal) holds its 8 partials (one per
+// groupID g) contiguously, so the reduction reads them as two 16-byte loads with no bounds
+// checks. Slot of (D, g) = g ^ ((D >> 2) & 1): with it the lanes' 4-byte stores of one emit hit
+// 32 distinct banks (checked exhaustively), and reading half (lane >> 2) & 1 first keeps each
+// quarter-warp's 16-byte loads on distinct banks. Rows are rounded up to 32 so the reduction
+// loop needs no row test; slots no emit writes stay zero from the kernel's start.
+__host__ __device__ constexpr int mma_buf_rows(int mt, int nt) {
+  return (16 * mt + 8 * nt - 1 + 31) / 32 * 32;
 }
+
+constexpr int kMmaNT = 16;  // n-tiles per block: Wc = 128, the best width measured for every k
 
 struct MmaSmem {
   std::size_t a, s, buf, total;
@@ -91,20 +98,34 @@ struct MmaSmem {
     s = o;
     o = align_up(o + 2 * static_cast<std::size_t>(g.rowsS) * g.ldS, 128);
     buf = o;
-    o += sizeof(float) * kMmaWarps * 8 * mma_buf_pitch(g.nct, g.hB / 16);
+    o += sizeof(float) * kMmaWarps * 8 * mma_buf_rows(g.hB / 16, kMmaNT);
     total = o;
   }
 };
 
 // MT: 16-row groups of x (hB = 16·MT); KC: 16-row chunks of y (ĥK = 16·KC); the block is
-// kMmaNT n-tiles wide (Wc = 128, the best width measured for every k), a compile-time count so
-// the n-tile loop unrolls and the diagonal window's shifts become register renames.
-constexpr int kMmaNT = 16;
-template <class T, Epi E, int MT, int KC>
+// kMmaNT n-tiles wide, a compile-time count so the n-tile loop unrolls and the diagonal window's
+// shifts become register renames.
+//
+// The window w[mt][4] is laid out like the accumulator fragment of x-tile mt: w[mt][0..1] are
+// row group u = 2mt (rows g, columns 2t+e), w[mt][2..3] row group u = 2mt+1 (rows g+8). Slot u
+// of n-tile n holds this lane's running sum of the diagonal through (x = 8u + g, c = 8n + 2t + e);
+// moving to n-tile n+1 that diagonal continues at row group u+1, so the shift is u -> u+1, the
+// last row group leaves the window (emit) and row group 0 starts from zero. With fp32
+// accumulators the window itself is the MMAs' C operand: the tensor core adds the products to the
+// running sums, no zeroing and no per-element adds (the measured limit at small k was
+// instruction issue). The half accumulator of fp16 would sum the diagonal in half precision,
+// so there each tile is computed from zero and added to a float window as before.
+// CHAIN = false keeps the zeroed tiles and float adds for fp32 accumulators too (the
+// TENSORCONV_I2T_CHAIN=0 comparison).
+template <class T, Epi E, int MT, int KC, bool CHAIN>
 __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
   static_assert(kHasMma<T>, "mma.sync path: fp16, fp16fp32, bf16");
   using S = typename T::Stage;
   using Op = MmaOp<T>;
+  static_assert(!CHAIN || Op::CREGS == 4, "the window is the C operand only for fp32 accumulators");
+  constexpr bool kChain = CHAIN;
+  constexpr int NT = kMmaNT, ROWS = mma_buf_rows(MT, NT), NDIAG = 16 * MT + 8 * NT - 1;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const Geo& g = a.g;
   const MmaSmem lay(g);
@@ -114,14 +135,15 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
   const int gq = lane >> 2, tq = lane & 3;  // mma "groupID" and "threadID_in_group"
   S* sA = reinterpret_cast<S*>(smem_raw + lay.a);
   S* sS = reinterpret_cast<S*>(smem_raw + lay.s);
-  constexpr int NT = kMmaNT;
-  const int pitch = mma_buf_pitch(NT, MT);
-  float* buf = reinterpret_cast<float*>(smem_raw + lay.buf) + warp * 8 * pitch;
+  float* buf_all = reinterpret_cast<float*>(smem_raw + lay.buf);
+  float* buf = buf_all + warp * 8 * ROWS;
 
   {
     const S* src = static_cast<const S*>(a.kt) + static_cast<std::size_t>(x0) * g.hKp;
     for (int e = threadIdx.x; e < g.hB * g.hKp; e += blockDim.x)
       sA[(e / g.hKp) * g.ldA + e % g.hKp] = src[e];
+    for (int e = threadIdx.x; e < kMmaWarps * 8 * ROWS / 4; e += blockDim.x)
+      reinterpret_cast<float4*>(buf_all)[e] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
   stage_image<T>(static_cast<const typename T::In*>(a.in), a.in_ld, g.ih, g.iw, r0, g.rowsS, c0,
                  g.Wc, sS, g.ldS, a.vec_ok);
@@ -139,51 +161,60 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
   }
   // ldmatrix.trans row address of this lane within a 16(y) x 16(c) tile of S
   const int b_row = ((lane >> 3) & 1) * 8 + (lane & 7), b_col = (lane >> 4) * 8;
+  // Emit k writes this lane's two partials to diagonals D = 8k + base + e.
+  const int base = 7 + 2 * tq - gq;
+  float* const st0 = buf + base * 8 + (gq ^ ((base >> 2) & 1));
+  float* const st1 = buf + (base + 1) * 8 + (gq ^ (((base + 1) >> 2) & 1));
+  const int half = (lane >> 2) & 1;
 
   for (int rr = warp; rr < g.dB; rr += kMmaWarps) {
     const int r = r0 + rr;
     if (r >= g.hR) break;  // warp-uniform
-    // p[i][e]: diagonal window, i ↔ n-tile offset w = nt - (2MT-1) + i of this lane's diagonals
-    float p[2 * MT][2];
+    float w[MT][4];
 #pragma unroll
-    for (int i = 0; i < 2 * MT; ++i) p[i][0] = p[i][1] = 0.f;
+    for (int mt = 0; mt < MT; ++mt) w[mt][0] = w[mt][1] = w[mt][2] = w[mt][3] = 0.f;
     int k_emit = 0;
     auto emit = [&]() {
-      *reinterpret_cast<float2*>(buf + gq * pitch + 8 * k_emit + 2 * tq) = make_float2(p[0][0], p[0][1]);
+      st0[64 * k_emit] = w[MT - 1][2];
+      st1[64 * k_emit] = w[MT - 1][3];
       ++k_emit;
 #pragma unroll
-      for (int i = 0; i + 1 < 2 * MT; ++i) { p[i][0] = p[i + 1][0]; p[i][1] = p[i + 1][1]; }
-      p[2 * MT - 1][0] = p[2 * MT - 1][1] = 0.f;
+      for (int mt = MT - 1; mt >= 0; --mt) {
+        w[mt][2] = w[mt][0];
+        w[mt][3] = w[mt][1];
+        w[mt][0] = mt > 0 ? w[mt > 0 ? mt - 1 : 0][2] : 0.f;
+        w[mt][1] = mt > 0 ? w[mt > 0 ? mt - 1 : 0][3] : 0.f;
+      }
     };
 #pragma unroll
     for (int nt2 = 0; nt2 < NT / 2; ++nt2) {
-      std::uint32_t acc[MT][2][Op::CREGS];
+      std::uint32_t b[KC][4];
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-          for (int q = 0; q < Op::CREGS; ++q) acc[mt][j][q] = 0u;  // 0.0f and half2(0,0)
-#pragma unroll
-      for (int kc = 0; kc < KC; ++kc) {
-        std::uint32_t b[4];
-        ldmatrix_x4_trans(b, sS + (rr + kc * 16 + b_row) * g.ldS + nt2 * 16 + b_col);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          Op::run(acc[mt][0], af[mt][kc], b);
-          Op::run(acc[mt][1], af[mt][kc], b + 2);
-        }
-      }
+      for (int kc = 0; kc < KC; ++kc)
+        ldmatrix_x4_trans(b[kc], sS + (rr + kc * 16 + b_row) * g.ldS + nt2 * 16 + b_col);
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        // element (row group u = 2mt + h, this n-tile) lies on window slot 2MT-1-u
+        if constexpr (kChain) {
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
+          for (int kc = 0; kc < KC; ++kc)
 #pragma unroll
-          for (int h = 0; h < 2; ++h)
+            for (int mt = 0; mt < MT; ++mt)
+              Op::runf(w[mt], af[mt][kc], b[kc] + 2 * j);
+        } else {
+          std::uint32_t acc[MT][Op::CREGS];
 #pragma unroll
-            for (int e = 0; e < 2; ++e)
-              p[2 * MT - 1 - (2 * mt + h)][e] += Op::get(acc[mt][j], 2 * h + e);
+          for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int q = 0; q < Op::CREGS; ++q) acc[mt][q] = 0u;  // 0.0f and half2(0, 0)
+#pragma unroll
+          for (int kc = 0; kc < KC; ++kc)
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) Op::run(acc[mt], af[mt][kc], b[kc] + 2 * j);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) w[mt][i] += Op::get(acc[mt], i);
+        }
         emit();
       }
     }
@@ -191,18 +222,17 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
     for (int f = 1; f < 2 * MT; ++f) emit();
     __syncwarp();
 
-    // Local diagonal D (0 .. hB+Wc-2) of the slice = column D - 7 + g of buffer row g.
-    const int ndiag = g.hB + g.Wc - 1, L = 8 * (NT + 2 * MT - 1);
+    // Output column of local diagonal D: j = c0 - x0 - (hB - 1) + D.
     const int jofs = c0 - x0 - (g.hB - 1);
-    for (int D = lane; D < ndiag; D += 32) {
-      float s = 0.f;
 #pragma unroll
-      for (int gg = 0; gg < 8; ++gg) {
-        const int col = D - 7 + gg;
-        if (col >= 0 && col < L) s += buf[gg * pitch + col];
-      }
+    for (int it = 0; it < ROWS / 32; ++it) {
+      const int D = 32 * it + lane;
+      const float4* row = reinterpret_cast<const float4*>(buf + 8 * D);
+      const float4 u = row[half], v = row[half ^ 1];
+      // The sum is symmetric in the halves and in the swizzled pairs: the same bits per D.
+      const float s = ((u.x + u.y) + (u.z + u.w)) + ((v.x + v.y) + (v.z + v.w));
       const int j = jofs + D;
-      if (j >= 0 && j < g.wR) {
+      if (D < NDIAG && j >= 0 && j < g.wR) {
         using Out = typename T::Out;
         Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r) * a.out_ld + j;
         if (D >= g.hB - 1 && D < g.Wc) {
