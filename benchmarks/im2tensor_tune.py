@@ -4,7 +4,7 @@ in csrc/cuda/im2tensor/im2tensor.cuh.
 Usage: python benchmarks/im2tensor_tune.py [variant] [precision] [k,k,...]
        python benchmarks/im2tensor_tune.py --mma [variant] [precision] [k,k,...]
 --mma: the mma.sync path (Wc fixed at 128): dB x window-as-C-operand on/off
-(TENSORCONV_I2T_CHAIN)."""
+(TENSORCONV_I2T_CHAIN) x two rows per B fragment where possible / one (TENSORCONV_I2T_RW)."""
 
 import itertools
 import os
@@ -22,16 +22,19 @@ def sweep_mma(variant, prec, ks):
     for k in ks:
         kernel = kernel_of(k)
         best = None
-        for chain, db in itertools.product(("1", "0"), (16, 32, 64)):
+        for chain, db, rw in itertools.product(("1", "0"), (16, 32, 64), ("2", "1")):
             os.environ["TENSORCONV_I2T_CHAIN"], os.environ["TENSORCONV_I2T_DB"] = chain, str(db)
+            os.environ["TENSORCONV_I2T_RW"] = rw
             run = Im2TensorRun(variant, prec, img, kernel)
             ms = median_ms(run)
-            print(f"tune {variant} {prec} k={k} chain={chain} dB={db} {ms:.4f} ms", flush=True)
-            best = min(best or (ms, chain, db), (ms, chain, db))
+            print(f"tune {variant} {prec} k={k} chain={chain} dB={db} rw={rw} {ms:.4f} ms",
+                  flush=True)
+            best = min(best or (ms, chain, db, rw), (ms, chain, db, rw))
             del run
-        print(f"best {variant} {prec} k={k}: {best[0]:.4f} ms at chain={best[1]} dB={best[2]}")
-    os.environ.pop("TENSORCONV_I2T_CHAIN")
-    os.environ.pop("TENSORCONV_I2T_DB")
+        print(f"best {variant} {prec} k={k}: {best[0]:.4f} ms at chain={best[1]} dB={best[2]}"
+              f" rw={best[3]}")
+    for v in ("TENSORCONV_I2T_CHAIN", "TENSORCONV_I2T_DB", "TENSORCONV_I2T_RW"):
+        os.environ.pop(v)
     torch.cuda.synchronize()
 
 

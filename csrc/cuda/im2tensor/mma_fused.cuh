@@ -89,16 +89,23 @@ __host__ __device__ constexpr int mma_buf_rows(int mt, int nt) {
 
 constexpr int kMmaNT = 16;  // n-tiles per block: Wc = 128, the best width measured for every k
 
+// Rows of the never-written slots: (D, g) is written iff 0 <= D - 7 + g < 8·(NT + 2MT - 1), so
+// rows 7 .. NDIAG-8 are always full and only the first 7 and the last ones need zeroing.
+__host__ __device__ constexpr int mma_buf_edge_rows(int mt, int nt) {
+  return 7 + mma_buf_rows(mt, nt) - 8 * (nt + 2 * mt - 1);
+}
+
 struct MmaSmem {
   std::size_t a, s, buf, total;
   __host__ __device__ explicit MmaSmem(const Geo& g) {
+    const int rw = g.rw > 1 ? g.rw : 1;
     std::size_t o = 0;
     a = o;
-    o = align_up(o + 2 * static_cast<std::size_t>(g.hB) * g.ldA, 128);
+    o = align_up(o + 2 * static_cast<std::size_t>(rw) * g.hB * g.ldA, 128);
     s = o;
     o = align_up(o + 2 * static_cast<std::size_t>(g.rowsS) * g.ldS, 128);
     buf = o;
-    o += sizeof(float) * kMmaWarps * 8 * mma_buf_rows(g.hB / 16, kMmaNT);
+    o += sizeof(float) * kMmaWarps * rw * 8 * mma_buf_rows(g.hB / 16, kMmaNT);
     total = o;
   }
 };
@@ -111,21 +118,22 @@ struct MmaSmem {
 // row group u = 2mt (rows g, columns 2t+e), w[mt][2..3] row group u = 2mt+1 (rows g+8). Slot u
 // of n-tile n holds this lane's running sum of the diagonal through (x = 8u + g, c = 8n + 2t + e);
 // moving to n-tile n+1 that diagonal continues at row group u+1, so the shift is u -> u+1, the
-// last row group leaves the window (emit) and row group 0 starts from zero. With fp32
-// accumulators the window itself is the MMAs' C operand: the tensor core adds the products to the
-// running sums, no zeroing and no per-element adds (the measured limit at small k was
-// instruction issue). The half accumulator of fp16 would sum the diagonal in half precision,
-// so there each tile is computed from zero and added to a float window as before.
-// CHAIN = false keeps the zeroed tiles and float adds for fp32 accumulators too (the
-// TENSORCONV_I2T_CHAIN=0 comparison).
-template <class T, Epi E, int MT, int KC, bool CHAIN>
+// last row group leaves the window (emit) and row group 0 starts from zero.
+// CHAIN (fp32 accumulators only): the window itself is the MMAs' C operand, so the tensor core
+// adds the products to the running sums: no zeroing, no per-element adds, but one dependency
+// chain through the n-tiles. Otherwise each tile is computed from zero and added to the float
+// window (always for fp16: its half accumulator would sum the diagonal in half precision).
+// RW = 2: a warp computes rows r and r+1 from the same B fragments. Ŝ_{r+1} is Ŝ_r shifted up by
+// one row (eq. 3), so K̂ᵀŜ_{r+1} = K̂ᵀ₁Ŝ_r with K̂ᵀ₁[x][y] = K̂ᵀ[x][y-1], which needs kh < ĥK
+// (the zero pad row takes the shift): the same P slices, half the B loads per output.
+template <class T, Epi E, int MT, int KC, bool CHAIN, int RW>
 __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
   static_assert(kHasMma<T>, "mma.sync path: fp16, fp16fp32, bf16");
   using S = typename T::Stage;
   using Op = MmaOp<T>;
   static_assert(!CHAIN || Op::CREGS == 4, "the window is the C operand only for fp32 accumulators");
-  constexpr bool kChain = CHAIN;
   constexpr int NT = kMmaNT, ROWS = mma_buf_rows(MT, NT), NDIAG = 16 * MT + 8 * NT - 1;
+  constexpr int ZR = mma_buf_edge_rows(MT, NT);
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const Geo& g = a.g;
   const MmaSmem lay(g);
@@ -136,28 +144,37 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
   S* sA = reinterpret_cast<S*>(smem_raw + lay.a);
   S* sS = reinterpret_cast<S*>(smem_raw + lay.s);
   float* buf_all = reinterpret_cast<float*>(smem_raw + lay.buf);
-  float* buf = buf_all + warp * 8 * ROWS;
+  float* buf = buf_all + warp * RW * 8 * ROWS;
 
   {
     const S* src = static_cast<const S*>(a.kt) + static_cast<std::size_t>(x0) * g.hKp;
-    for (int e = threadIdx.x; e < g.hB * g.hKp; e += blockDim.x)
-      sA[(e / g.hKp) * g.ldA + e % g.hKp] = src[e];
-    for (int e = threadIdx.x; e < kMmaWarps * 8 * ROWS / 4; e += blockDim.x)
-      reinterpret_cast<float4*>(buf_all)[e] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int e = threadIdx.x; e < g.hB * g.hKp; e += blockDim.x) {
+      const int x = e / g.hKp, y = e % g.hKp;
+      sA[x * g.ldA + y] = src[e];
+      if constexpr (RW == 2) sA[(g.hB + x) * g.ldA + y] = y ? src[e - 1] : zero_of<S>();
+    }
+    for (int e = threadIdx.x; e < kMmaWarps * RW * ZR * 2; e += blockDim.x) {
+      const int q = e % (2 * ZR), row = q / 2 < 7 ? q / 2 : 8 * (NT + 2 * MT - 1) + q / 2 - 7;
+      reinterpret_cast<float4*>(buf_all + (e / (2 * ZR)) * 8 * ROWS + 8 * row)[q & 1] =
+          make_float4(0.f, 0.f, 0.f, 0.f);
+    }
   }
   stage_image<T>(static_cast<const typename T::In*>(a.in), a.in_ld, g.ih, g.iw, r0, g.rowsS, c0,
                  g.Wc, sS, g.ldS, a.vec_ok);
   __syncthreads();
 
-  // K̂ᵀ fragments for the whole block, in registers.
-  std::uint32_t af[MT][KC][4];
+  // K̂ᵀ (and K̂ᵀ₁) fragments for the whole block, in registers.
+  std::uint32_t af[RW][MT][KC][4];
   {
     const int lm = lane >> 3, lr = lane & 7;
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int q = 0; q < RW; ++q)
 #pragma unroll
-      for (int kc = 0; kc < KC; ++kc)
-        ldmatrix_x4(af[mt][kc], sA + (mt * 16 + (lm & 1) * 8 + lr) * g.ldA + kc * 16 + (lm >> 1) * 8);
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int kc = 0; kc < KC; ++kc)
+          ldmatrix_x4(af[q][mt][kc], sA + (q * g.hB + mt * 16 + (lm & 1) * 8 + lr) * g.ldA +
+                                         kc * 16 + (lm >> 1) * 8);
   }
   // ldmatrix.trans row address of this lane within a 16(y) x 16(c) tile of S
   const int b_row = ((lane >> 3) & 1) * 8 + (lane & 7), b_col = (lane >> 4) * 8;
@@ -167,24 +184,29 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
   float* const st1 = buf + (base + 1) * 8 + (gq ^ (((base + 1) >> 2) & 1));
   const int half = (lane >> 2) & 1;
 
-  for (int rr = warp; rr < g.dB; rr += kMmaWarps) {
+  for (int rr = warp * RW; rr < g.dB; rr += kMmaWarps * RW) {
     const int r = r0 + rr;
     if (r >= g.hR) break;  // warp-uniform
-    float w[MT][4];
+    float w[RW][MT][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) w[mt][0] = w[mt][1] = w[mt][2] = w[mt][3] = 0.f;
+    for (int q = 0; q < RW; ++q)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) w[q][mt][0] = w[q][mt][1] = w[q][mt][2] = w[q][mt][3] = 0.f;
     int k_emit = 0;
     auto emit = [&]() {
-      st0[64 * k_emit] = w[MT - 1][2];
-      st1[64 * k_emit] = w[MT - 1][3];
-      ++k_emit;
 #pragma unroll
-      for (int mt = MT - 1; mt >= 0; --mt) {
-        w[mt][2] = w[mt][0];
-        w[mt][3] = w[mt][1];
-        w[mt][0] = mt > 0 ? w[mt > 0 ? mt - 1 : 0][2] : 0.f;
-        w[mt][1] = mt > 0 ? w[mt > 0 ? mt - 1 : 0][3] : 0.f;
+      for (int q = 0; q < RW; ++q) {
+        st0[q * 8 * ROWS + 64 * k_emit] = w[q][MT - 1][2];
+        st1[q * 8 * ROWS + 64 * k_emit] = w[q][MT - 1][3];
+#pragma unroll
+        for (int mt = MT - 1; mt >= 0; --mt) {
+          w[q][mt][2] = w[q][mt][0];
+          w[q][mt][3] = w[q][mt][1];
+          w[q][mt][0] = mt > 0 ? w[q][mt > 0 ? mt - 1 : 0][2] : 0.f;
+          w[q][mt][1] = mt > 0 ? w[q][mt > 0 ? mt - 1 : 0][3] : 0.f;
+        }
       }
+      ++k_emit;
     };
 #pragma unroll
     for (int nt2 = 0; nt2 < NT / 2; ++nt2) {
@@ -194,26 +216,33 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
         ldmatrix_x4_trans(b[kc], sS + (rr + kc * 16 + b_row) * g.ldS + nt2 * 16 + b_col);
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        if constexpr (kChain) {
+        if constexpr (CHAIN) {
 #pragma unroll
           for (int kc = 0; kc < KC; ++kc)
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
-              Op::runf(w[mt], af[mt][kc], b[kc] + 2 * j);
+#pragma unroll
+              for (int q = 0; q < RW; ++q) Op::runf(w[q][mt], af[q][mt][kc], b[kc] + 2 * j);
         } else {
-          std::uint32_t acc[MT][Op::CREGS];
+          std::uint32_t acc[RW][MT][Op::CREGS];
 #pragma unroll
-          for (int mt = 0; mt < MT; ++mt)
+          for (int q = 0; q < RW; ++q)
 #pragma unroll
-            for (int q = 0; q < Op::CREGS; ++q) acc[mt][q] = 0u;  // 0.0f and half2(0, 0)
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+              for (int c = 0; c < Op::CREGS; ++c) acc[q][mt][c] = 0u;  // 0.0f and half2(0, 0)
 #pragma unroll
           for (int kc = 0; kc < KC; ++kc)
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) Op::run(acc[mt], af[mt][kc], b[kc] + 2 * j);
+            for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-          for (int mt = 0; mt < MT; ++mt)
+              for (int q = 0; q < RW; ++q) Op::run(acc[q][mt], af[q][mt][kc], b[kc] + 2 * j);
 #pragma unroll
-            for (int i = 0; i < 4; ++i) w[mt][i] += Op::get(acc[mt], i);
+          for (int q = 0; q < RW; ++q)
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) w[q][mt][i] += Op::get(acc[q][mt], i);
         }
         emit();
       }
@@ -225,24 +254,29 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
     // Output column of local diagonal D: j = c0 - x0 - (hB - 1) + D.
     const int jofs = c0 - x0 - (g.hB - 1);
 #pragma unroll
-    for (int it = 0; it < ROWS / 32; ++it) {
-      const int D = 32 * it + lane;
-      const float4* row = reinterpret_cast<const float4*>(buf + 8 * D);
-      const float4 u = row[half], v = row[half ^ 1];
-      // The sum is symmetric in the halves and in the swizzled pairs: the same bits per D.
-      const float s = ((u.x + u.y) + (u.z + u.w)) + ((v.x + v.y) + (v.z + v.w));
-      const int j = jofs + D;
-      if (D < NDIAG && j >= 0 && j < g.wR) {
-        using Out = typename T::Out;
-        Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r) * a.out_ld + j;
-        if (D >= g.hB - 1 && D < g.Wc) {
-          // Every x of this diagonal lies in this block (nI = 1 here): the pixel is final.
-          *R = narrow<Out>(s);
-        } else if constexpr (E == Epi::partial_c) {
-          float* C = static_cast<float*>(a.ws);
-          C[(static_cast<std::size_t>(r) * g.NC + (ib + jb) % g.NC) * g.wR + j] = s;
-        } else {
-          atomicAdd(R, narrow<Out>(s));
+    for (int q = 0; q < RW; ++q) {
+      if (r + q >= g.hR) break;  // warp-uniform
+#pragma unroll
+      for (int it = 0; it < ROWS / 32; ++it) {
+        const int D = 32 * it + lane;
+        if (32 * it + 31 >= NDIAG && D >= NDIAG) continue;  // no load for the padding rows
+        const float4* row = reinterpret_cast<const float4*>(buf + q * 8 * ROWS + 8 * D);
+        const float4 u = row[half], v = row[half ^ 1];
+        // The sum is symmetric in the halves and in the swizzled pairs: the same bits per D.
+        const float s = ((u.x + u.y) + (u.z + u.w)) + ((v.x + v.y) + (v.z + v.w));
+        const int j = jofs + D;
+        if (j >= 0 && j < g.wR) {
+          using Out = typename T::Out;
+          Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r + q) * a.out_ld + j;
+          if (D >= g.hB - 1 && D < g.Wc) {
+            // Every x of this diagonal lies in this block (nI = 1 here): the pixel is final.
+            *R = narrow<Out>(s);
+          } else if constexpr (E == Epi::partial_c) {
+            float* C = static_cast<float*>(a.ws);
+            C[(static_cast<std::size_t>(r + q) * g.NC + (ib + jb) % g.NC) * g.wR + j] = s;
+          } else {
+            atomicAdd(R, narrow<Out>(s));
+          }
         }
       }
     }
