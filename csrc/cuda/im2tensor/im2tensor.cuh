@@ -587,16 +587,17 @@ class Plan final : public CudaPlan {
         // mma.sync path (mma_fused.cuh); TENSORCONV_I2T_WMMA=1 keeps WMMA for comparisons.
         // dB measured best (benchmarks/IM2TENSOR_NOTES.md): 16 rows for kh <= 16, 32 up to 48,
         // 64 beyond. Benchmark-only overrides: TENSORCONV_I2T_DB, TENSORCONV_I2T_CHAIN=0/1,
-        // TENSORCONV_I2T_RW=1.
+        // TENSORCONV_I2T_RW=2.
         int Wc = 8 * kMmaNT, dB = r.kh <= 16 ? 16 : r.kh <= 48 ? 32 : 64;
         tuning_override(Wc, dB, 16);
         Wc = 8 * kMmaNT;
         g_ = make_geo(16, 8, 16, r, Wc, dB);
         const int mt = g_.nxt, kc = g_.hKp / 16;
         const char* rw_env = std::getenv("TENSORCONV_I2T_RW");
-        // Two rows per B fragment where the pad row exists and both rows' A fragments fit.
-        g_.rw = (g_.hKp > g_.kh && mt * kc <= 4 && g_.dB % 2 == 0 &&
-                 !(rw_env && rw_env[0] == '1')) ? 2 : 1;
+        // Two rows per B fragment (where the pad row exists and both rows' A fragments fit)
+        // only on request: measured slower than one row at every k (IM2TENSOR_NOTES.md).
+        g_.rw = (g_.hKp > g_.kh && mt * kc <= 4 && g_.dB % 2 == 0 && rw_env &&
+                 rw_env[0] == '2') ? 2 : 1;
         g_.ldA = g_.hKp + 8;
         g_.ldS = g_.Wc + 8;  // 272 B rows: ldmatrix's 8 row addresses hit distinct banks
         g_.rowsS = g_.dB + g_.hKp - 1;

@@ -81,19 +81,15 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t* r, const void* 
 // groupID g) contiguously, so the reduction reads them as two 16-byte loads with no bounds
 // checks. Slot of (D, g) = g ^ ((D >> 2) & 1): with it the lanes' 4-byte stores of one emit hit
 // 32 distinct banks (checked exhaustively), and reading half (lane >> 2) & 1 first keeps each
-// quarter-warp's 16-byte loads on distinct banks. Rows are rounded up to 32 so the reduction
-// loop needs no row test; slots no emit writes stay zero from the kernel's start.
-__host__ __device__ constexpr int mma_buf_rows(int mt, int nt) {
-  return (16 * mt + 8 * nt - 1 + 31) / 32 * 32;
-}
-
+// quarter-warp's 16-byte loads on distinct banks.
+// The buffer is a ring of 64 rows (row D & 63): emit k writes D = 8k .. 8k+14, so block b
+// (D = 32b .. 32b+31) is complete after emit 4b + 3 and is reduced then, before emit 4b + 7
+// first writes the rows it shares with D + 64. 2 KB per warp instead of a whole slice (5-6 KB):
+// the slice buffer was what bounded the CTAs per SM at small k, and the reductions now
+// interleave with the MMAs. Slots no emit writes (the first 7 and the last 7 diagonals) are
+// zeroed before the emit that writes the rest of their rows.
+constexpr int kMmaRing = 64;
 constexpr int kMmaNT = 16;  // n-tiles per block: Wc = 128, the best width measured for every k
-
-// Rows of the never-written slots: (D, g) is written iff 0 <= D - 7 + g < 8·(NT + 2MT - 1), so
-// rows 7 .. NDIAG-8 are always full and only the first 7 and the last ones need zeroing.
-__host__ __device__ constexpr int mma_buf_edge_rows(int mt, int nt) {
-  return 7 + mma_buf_rows(mt, nt) - 8 * (nt + 2 * mt - 1);
-}
 
 struct MmaSmem {
   std::size_t a, s, buf, total;
@@ -105,10 +101,14 @@ struct MmaSmem {
     s = o;
     o = align_up(o + 2 * static_cast<std::size_t>(g.rowsS) * g.ldS, 128);
     buf = o;
-    o += sizeof(float) * kMmaWarps * rw * 8 * mma_buf_rows(g.hB / 16, kMmaNT);
+    o += sizeof(float) * kMmaWarps * rw * 8 * kMmaRing;
     total = o;
   }
 };
+
+// Blocks per SM the register allocation must allow: the largest tiles (MT·KC >= 12) would take
+// 135-145 registers and 3 CTAs; capped at 128 they fit 4 (shared memory allows it since the ring).
+__host__ __device__ constexpr int mma_min_blocks(int mt, int kc) { return mt * kc >= 12 ? 4 : 1; }
 
 // MT: 16-row groups of x (hB = 16·MT); KC: 16-row chunks of y (ĥK = 16·KC); the block is
 // kMmaNT n-tiles wide, a compile-time count so the n-tile loop unrolls and the diagonal window's
@@ -127,13 +127,15 @@ struct MmaSmem {
 // one row (eq. 3), so K̂ᵀŜ_{r+1} = K̂ᵀ₁Ŝ_r with K̂ᵀ₁[x][y] = K̂ᵀ[x][y-1], which needs kh < ĥK
 // (the zero pad row takes the shift): the same P slices, half the B loads per output.
 template <class T, Epi E, int MT, int KC, bool CHAIN, int RW>
-__global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
+__global__ void __launch_bounds__(kMmaWarps * 32, mma_min_blocks(MT, KC))
+    pblock_mma_kernel(Args a) {
   static_assert(kHasMma<T>, "mma.sync path: fp16, fp16fp32, bf16");
   using S = typename T::Stage;
   using Op = MmaOp<T>;
   static_assert(!CHAIN || Op::CREGS == 4, "the window is the C operand only for fp32 accumulators");
-  constexpr int NT = kMmaNT, ROWS = mma_buf_rows(MT, NT), NDIAG = 16 * MT + 8 * NT - 1;
-  constexpr int ZR = mma_buf_edge_rows(MT, NT);
+  constexpr int NT = kMmaNT, RING = kMmaRing, NDIAG = 16 * MT + 8 * NT - 1;
+  constexpr int KE = NT + 2 * MT - 1;     // emits per row; NDIAG = 8·KE + 7
+  constexpr int NB = (NDIAG + 31) / 32;   // blocks of 32 diagonals
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const Geo& g = a.g;
   const MmaSmem lay(g);
@@ -143,8 +145,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
   const int gq = lane >> 2, tq = lane & 3;  // mma "groupID" and "threadID_in_group"
   S* sA = reinterpret_cast<S*>(smem_raw + lay.a);
   S* sS = reinterpret_cast<S*>(smem_raw + lay.s);
-  float* buf_all = reinterpret_cast<float*>(smem_raw + lay.buf);
-  float* buf = buf_all + warp * RW * 8 * ROWS;
+  float* buf = reinterpret_cast<float*>(smem_raw + lay.buf) + warp * RW * 8 * RING;
 
   {
     const S* src = static_cast<const S*>(a.kt) + static_cast<std::size_t>(x0) * g.hKp;
@@ -152,11 +153,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
       const int x = e / g.hKp, y = e % g.hKp;
       sA[x * g.ldA + y] = src[e];
       if constexpr (RW == 2) sA[(g.hB + x) * g.ldA + y] = y ? src[e - 1] : zero_of<S>();
-    }
-    for (int e = threadIdx.x; e < kMmaWarps * RW * ZR * 2; e += blockDim.x) {
-      const int q = e % (2 * ZR), row = q / 2 < 7 ? q / 2 : 8 * (NT + 2 * MT - 1) + q / 2 - 7;
-      reinterpret_cast<float4*>(buf_all + (e / (2 * ZR)) * 8 * ROWS + 8 * row)[q & 1] =
-          make_float4(0.f, 0.f, 0.f, 0.f);
     }
   }
   stage_image<T>(static_cast<const typename T::In*>(a.in), a.in_ld, g.ih, g.iw, r0, g.rowsS, c0,
@@ -178,26 +174,78 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
   }
   // ldmatrix.trans row address of this lane within a 16(y) x 16(c) tile of S
   const int b_row = ((lane >> 3) & 1) * 8 + (lane & 7), b_col = (lane >> 4) * 8;
-  // Emit k writes this lane's two partials to diagonals D = 8k + base + e.
+  // Emit k writes this lane's two partials to diagonals D = 8k + base + e, ring row D & 63 =
+  // 8·(k & 7) + base + e, except that for k & 7 == 7 the row wraps (st0w / st1w).
   const int base = 7 + 2 * tq - gq;
-  float* const st0 = buf + base * 8 + (gq ^ ((base >> 2) & 1));
-  float* const st1 = buf + (base + 1) * 8 + (gq ^ (((base + 1) >> 2) & 1));
+  const int sw0 = gq ^ ((base >> 2) & 1), sw1 = gq ^ (((base + 1) >> 2) & 1);
+  float* const st0 = buf + base * 8 + sw0;
+  float* const st1 = buf + (base + 1) * 8 + sw1;
+  float* const st0w = buf + ((56 + base) & 63) * 8 + sw0;
+  float* const st1w = buf + ((57 + base) & 63) * 8 + sw1;
   const int half = (lane >> 2) & 1;
+  const int jofs = c0 - x0 - (g.hB - 1);  // output column of local diagonal D: jofs + D
 
   for (int rr = warp * RW; rr < g.dB; rr += kMmaWarps * RW) {
     const int r = r0 + rr;
     if (r >= g.hR) break;  // warp-uniform
+
+    // Reduce block b: 8 partials per diagonal, pixel or edge partial out.
+    auto reduce = [&](const int b) {
+      __syncwarp();
+      const int D = 32 * b + lane;
+#pragma unroll
+      for (int q = 0; q < RW; ++q) {
+        if (r + q >= g.hR || D >= NDIAG) continue;
+        const float4* row = reinterpret_cast<const float4*>(buf + q * 8 * RING + 8 * (D & 63));
+        const float4 u = row[half], v = row[half ^ 1];
+        // The sum is symmetric in the halves and in the swizzled pairs: the same bits per D.
+        const float s = ((u.x + u.y) + (u.z + u.w)) + ((v.x + v.y) + (v.z + v.w));
+        const int j = jofs + D;
+        if (j >= 0 && j < g.wR) {
+          using Out = typename T::Out;
+          Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r + q) * a.out_ld + j;
+          if (D >= g.hB - 1 && D < g.Wc) {
+            // Every x of this diagonal lies in this block (nI = 1 here): the pixel is final.
+            *R = narrow<Out>(s);
+          } else if constexpr (E == Epi::partial_c) {
+            float* C = static_cast<float*>(a.ws);
+            C[(static_cast<std::size_t>(r + q) * g.NC + (ib + jb) % g.NC) * g.wR + j] = s;
+          } else {
+            atomicAdd(R, narrow<Out>(s));
+          }
+        }
+      }
+      __syncwarp();
+    };
+    // Zero ring rows first..first+6 (whole rows: the emit after this writes the rest).
+    auto zero7 = [&](const int first) {
+      if (lane < 14) {
+#pragma unroll
+        for (int q = 0; q < RW; ++q)
+          reinterpret_cast<float4*>(buf + q * 8 * RING + 8 * ((first + (lane >> 1)) & 63))[lane & 1] =
+              make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+      __syncwarp();
+    };
+
     float w[RW][MT][4];
 #pragma unroll
     for (int q = 0; q < RW; ++q)
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) w[q][mt][0] = w[q][mt][1] = w[q][mt][2] = w[q][mt][3] = 0.f;
+    zero7(0);  // diagonals 0..6: only emit 0 writes them, partly
     int k_emit = 0;
     auto emit = [&]() {
+      if (k_emit == KE - 1) zero7(8 * KE);  // diagonals 8·KE ..: only the last emit writes them
 #pragma unroll
       for (int q = 0; q < RW; ++q) {
-        st0[q * 8 * ROWS + 64 * k_emit] = w[q][MT - 1][2];
-        st1[q * 8 * ROWS + 64 * k_emit] = w[q][MT - 1][3];
+        if ((k_emit & 7) == 7) {
+          st0w[q * 8 * RING] = w[q][MT - 1][2];
+          st1w[q * 8 * RING] = w[q][MT - 1][3];
+        } else {
+          st0[q * 8 * RING + 64 * (k_emit & 7)] = w[q][MT - 1][2];
+          st1[q * 8 * RING + 64 * (k_emit & 7)] = w[q][MT - 1][3];
+        }
 #pragma unroll
         for (int mt = MT - 1; mt >= 0; --mt) {
           w[q][mt][2] = w[q][mt][0];
@@ -206,6 +254,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
           w[q][mt][1] = mt > 0 ? w[q][mt > 0 ? mt - 1 : 0][3] : 0.f;
         }
       }
+      if ((k_emit & 3) == 3 && k_emit < KE - 1) reduce(k_emit >> 2);
       ++k_emit;
     };
 #pragma unroll
@@ -249,38 +298,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32) pblock_mma_kernel(Args a) {
     }
 #pragma unroll
     for (int f = 1; f < 2 * MT; ++f) emit();
-    __syncwarp();
-
-    // Output column of local diagonal D: j = c0 - x0 - (hB - 1) + D.
-    const int jofs = c0 - x0 - (g.hB - 1);
+    // Blocks completed only by the last emit(s).
 #pragma unroll
-    for (int q = 0; q < RW; ++q) {
-      if (r + q >= g.hR) break;  // warp-uniform
-#pragma unroll
-      for (int it = 0; it < ROWS / 32; ++it) {
-        const int D = 32 * it + lane;
-        if (32 * it + 31 >= NDIAG && D >= NDIAG) continue;  // no load for the padding rows
-        const float4* row = reinterpret_cast<const float4*>(buf + q * 8 * ROWS + 8 * D);
-        const float4 u = row[half], v = row[half ^ 1];
-        // The sum is symmetric in the halves and in the swizzled pairs: the same bits per D.
-        const float s = ((u.x + u.y) + (u.z + u.w)) + ((v.x + v.y) + (v.z + v.w));
-        const int j = jofs + D;
-        if (j >= 0 && j < g.wR) {
-          using Out = typename T::Out;
-          Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r + q) * a.out_ld + j;
-          if (D >= g.hB - 1 && D < g.Wc) {
-            // Every x of this diagonal lies in this block (nI = 1 here): the pixel is final.
-            *R = narrow<Out>(s);
-          } else if constexpr (E == Epi::partial_c) {
-            float* C = static_cast<float*>(a.ws);
-            C[(static_cast<std::size_t>(r + q) * g.NC + (ib + jb) % g.NC) * g.wR + j] = s;
-          } else {
-            atomicAdd(R, narrow<Out>(s));
-          }
-        }
-      }
-    }
-    __syncwarp();
+    for (int b = 0; b < NB; ++b)
+      if (4 * b + 3 >= KE - 1) reduce(b);
   }
 }
 
