@@ -141,8 +141,6 @@ struct Args {
   void* ws;           // P (store_p) or C (partial_c)
   Geo g;
   bool vec_ok;        // image rows 16-byte aligned: stage with 16-byte loads
-  int* counters;      // mma path, partial_c: per (row block, block boundary) arrival counts for
-                      // the in-kernel recombination of edge columns; nullptr: separate pass
 };
 
 __host__ __device__ inline std::size_t align_up(std::size_t v, std::size_t a) {
@@ -587,10 +585,10 @@ class Plan final : public CudaPlan {
       const char* force_wmma = std::getenv("TENSORCONV_I2T_WMMA");
       if (r.kh <= 64 && r.kw <= 64 && !(force_wmma && force_wmma[0] == '1')) {
         // mma.sync path (mma_fused.cuh); TENSORCONV_I2T_WMMA=1 keeps WMMA for comparisons.
-        // dB measured best (benchmarks/IM2TENSOR_NOTES.md): 32 rows for kh <= 32, 64 beyond.
-        // Benchmark-only overrides: TENSORCONV_I2T_DB, TENSORCONV_I2T_CHAIN=0/1,
-        // TENSORCONV_I2T_RW=2, TENSORCONV_I2T_RECOMBINE=1.
-        int Wc = 8 * kMmaNT, dB = r.kh <= 32 ? 32 : 64;
+        // dB measured best (benchmarks/IM2TENSOR_NOTES.md): 16 rows for kh <= 16, 32 up to 48,
+        // 64 beyond. Benchmark-only overrides: TENSORCONV_I2T_DB, TENSORCONV_I2T_CHAIN=0/1,
+        // TENSORCONV_I2T_RW=2.
+        int Wc = 8 * kMmaNT, dB = r.kh <= 16 ? 16 : r.kh <= 48 ? 32 : 64;
         tuning_override(Wc, dB, 16);
         Wc = 8 * kMmaNT;
         g_ = make_geo(16, 8, 16, r, Wc, dB);
@@ -646,18 +644,7 @@ class Plan final : public CudaPlan {
       ws_bytes_ = sizeof(typename T::Acc) * static_cast<std::size_t>(g_.hR) * g_.PX * g_.wP;
     else if (E == Epi::partial_c)
       ws_bytes_ = sizeof(typename T::Part) * static_cast<std::size_t>(g_.hR) * g_.NC * g_.wR;
-    // mma path: edge columns recombined inside the P_block kernel by the later of the two blocks
-    // (mma_fused.cuh), counters after C, zeroed once (each use resets its counter);
-    // TENSORCONV_I2T_RECOMBINE=1 (benchmark-only) keeps the separate recombination pass.
-    const char* rec_env = std::getenv("TENSORCONV_I2T_RECOMBINE");
-    if (E == Epi::partial_c && threads_ == kMmaWarps * 32 && !(rec_env && rec_env[0] == '1')) {
-      cnt_off_ = align_up(ws_bytes_, 16);
-      ws_bytes_ = cnt_off_ + sizeof(int) * static_cast<std::size_t>(g_.nRB) * g_.nJ;
-    }
     ws_.reset(ws_bytes_);
-    if (cnt_off_)
-      TC_CUDA_CHECK(cudaMemset(static_cast<unsigned char*>(ws_.get()) + cnt_off_, 0,
-                               ws_bytes_ - cnt_off_));
 
     if (smem_ > 48 * 1024)
       TC_CUDA_CHECK(cudaFuncSetAttribute(kfn_, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -670,9 +657,7 @@ class Plan final : public CudaPlan {
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t st) override {
     using Out = typename T::Out;
     Args a{in.data, in.row_stride, out.data, out.row_stride, kt_.get(), nullptr, ws_.get(), g_,
-           false, nullptr};
-    if (cnt_off_)
-      a.counters = reinterpret_cast<int*>(static_cast<unsigned char*>(ws_.get()) + cnt_off_);
+           false};
     a.vec_ok = reinterpret_cast<std::uintptr_t>(in.data) % 16 == 0 &&
                (in.row_stride * sizeof(typename T::In)) % 16 == 0;
     if (T::SPLIT == 3)
@@ -689,7 +674,7 @@ class Plan final : public CudaPlan {
           ws_.get<typename T::Acc>(), g_.wP, g_.PX, g_.kw, g_.hR, g_.wR, out.ptr<Out>(),
           out.row_stride);
       TC_CUDA_LAUNCH_CHECK();
-    } else if (E == Epi::partial_c && !cnt_off_) {
+    } else if (E == Epi::partial_c) {
       const bool edges = threads_ == kMmaWarps * 32;  // the mma path writes inner pixels
       const dim3 g3(edges ? ceil_div(static_cast<std::int64_t>(g_.nJ) * (g_.hB - 1) + 1, 128)
                           : g2.x, g2.y);
@@ -737,7 +722,7 @@ class Plan final : public CudaPlan {
   int threads_ = kWarps * 32;
   Geo g_{};
   bool staged_ = false;
-  std::size_t smem_ = 0, ws_bytes_ = 0, cnt_off_ = 0;
+  std::size_t smem_ = 0, ws_bytes_ = 0;
   DeviceBuffer kt_, ws_;
 };
 

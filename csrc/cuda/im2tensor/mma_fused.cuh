@@ -106,12 +106,9 @@ struct MmaSmem {
   }
 };
 
-// Blocks per SM the register allocation must allow (shared memory allows them since the ring):
-// MT·KC >= 9 would take 130-145 registers and 3 CTAs, capped at 128 they fit 4 (not without the
-// chain: its zeroed tiles spill there); MT·KC <= 2 fits 8 CTAs at 64.
-__host__ __device__ constexpr int mma_min_blocks(int mt, int kc, bool chain) {
-  return mt * kc >= 9 ? (chain ? 4 : 3) : mt * kc <= 2 ? 8 : 1;
-}
+// Blocks per SM the register allocation must allow: the largest tiles (MT·KC >= 12) would take
+// 135-145 registers and 3 CTAs; capped at 128 they fit 4 (shared memory allows it since the ring).
+__host__ __device__ constexpr int mma_min_blocks(int mt, int kc) { return mt * kc >= 12 ? 4 : 1; }
 
 // MT: 16-row groups of x (hB = 16·MT); KC: 16-row chunks of y (ĥK = 16·KC); the block is
 // kMmaNT n-tiles wide, a compile-time count so the n-tile loop unrolls and the diagonal window's
@@ -130,7 +127,7 @@ __host__ __device__ constexpr int mma_min_blocks(int mt, int kc, bool chain) {
 // one row (eq. 3), so K̂ᵀŜ_{r+1} = K̂ᵀ₁Ŝ_r with K̂ᵀ₁[x][y] = K̂ᵀ[x][y-1], which needs kh < ĥK
 // (the zero pad row takes the shift): the same P slices, half the B loads per output.
 template <class T, Epi E, int MT, int KC, bool CHAIN, int RW>
-__global__ void __launch_bounds__(kMmaWarps * 32, mma_min_blocks(MT, KC, CHAIN))
+__global__ void __launch_bounds__(kMmaWarps * 32, mma_min_blocks(MT, KC))
     pblock_mma_kernel(Args a) {
   static_assert(kHasMma<T>, "mma.sync path: fp16, fp16fp32, bf16");
   using S = typename T::Stage;
@@ -207,9 +204,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, mma_min_blocks(MT, KC, CHAIN))
         if (j >= 0 && j < g.wR) {
           using Out = typename T::Out;
           Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r + q) * a.out_ld + j;
-          if (D >= g.hB - 1 && (D < g.Wc || (a.counters && jb == g.nJ - 1))) {
-            // Every x of this diagonal lies in this block (nI = 1 here), or, right of the last
-            // block, the image is zero: the pixel is final.
+          if (D >= g.hB - 1 && D < g.Wc) {
+            // Every x of this diagonal lies in this block (nI = 1 here): the pixel is final.
             *R = narrow<Out>(s);
           } else if constexpr (E == Epi::partial_c) {
             float* C = static_cast<float*>(a.ws);
@@ -306,45 +302,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32, mma_min_blocks(MT, KC, CHAIN))
 #pragma unroll
     for (int b = 0; b < NB; ++b)
       if (4 * b + 3 >= KE - 1) reduce(b);
-  }
-
-  if constexpr (E == Epi::partial_c) {
-    if (a.counters) {
-      // Recombination (Alg. 2, lines 13-19) of the hB-1 edge columns each block shares with a
-      // neighbour, done by the later of the two: both wrote their partials to C; the block whose
-      // arrival count finds the other's adds the pair. a + b == b + a bit for bit, so the pixel
-      // does not depend on which block comes second (same bits as the separate pass).
-      __shared__ int later[2];
-      __threadfence();
-      __syncthreads();
-      if (threadIdx.x < 2) {
-        const int bnd = jb + static_cast<int>(threadIdx.x);  // boundary left of block bnd
-        int l = 0;
-        if (bnd >= 1 && bnd < g.nJ) {
-          int* c = a.counters + static_cast<std::size_t>(rb) * g.nJ + bnd;
-          l = atomicAdd(c, 1) == 1;
-          if (l) atomicExch(c, 0);  // both blocks done: ready for the next run
-        }
-        later[threadIdx.x] = l;
-      }
-      __syncthreads();
-      if (later[0] | later[1]) {
-        __threadfence();
-        using Out = typename T::Out;
-        const float* C = static_cast<const float*>(a.ws);
-        const int e = g.hB - 1, rows = min(g.dB, g.hR - r0);
-        for (int t = threadIdx.x; t < 2 * rows * e; t += blockDim.x) {
-          const int side = t / (rows * e), rr = (t / e) % rows, i = t % e;
-          const int j = side ? c0 + g.Wc - e + i : c0 - e + i;
-          if (!later[side] || j >= g.wR) continue;
-          const std::size_t row = static_cast<std::size_t>(r0 + rr) * g.NC;
-          const float own = __ldcg(C + (row + jb % g.NC) * g.wR + j);
-          const float oth = __ldcg(C + (row + (side ? jb + 1 : jb - 1) % g.NC) * g.wR + j);
-          static_cast<Out*>(a.out)[static_cast<std::size_t>(r0 + rr) * a.out_ld + j] =
-              narrow<Out>(oth + own);
-        }
-      }
-    }
   }
 }
 
