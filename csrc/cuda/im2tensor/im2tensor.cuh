@@ -585,8 +585,8 @@ class Plan final : public CudaPlan {
       const char* force_wmma = std::getenv("TENSORCONV_I2T_WMMA");
       if (r.kh <= 64 && r.kw <= 64 && !(force_wmma && force_wmma[0] == '1')) {
         // mma.sync path (mma_fused.cuh); TENSORCONV_I2T_WMMA=1 keeps WMMA for comparisons.
-        // dB measured best (benchmarks/IM2TENSOR_NOTES.md): 16 rows for kh <= 16, 32 up to 48,
-        // 64 beyond. Benchmark-only overrides: TENSORCONV_I2T_DB, TENSORCONV_I2T_CHAIN=0/1,
+        // dB from the sweeps (benchmarks/IM2TENSOR_NOTES.md): 16 rows for kh <= 16, 32 up to
+        // 48, 64 beyond (with the ring buffer 32 at kh = 15 and 64 at kh = 35 are within 1-2 %). Benchmark-only overrides: TENSORCONV_I2T_DB, TENSORCONV_I2T_CHAIN=0/1,
         // TENSORCONV_I2T_RW=2.
         int Wc = 8 * kMmaNT, dB = r.kh <= 16 ? 16 : r.kh <= 48 ? 32 : 64;
         tuning_override(Wc, dB, 16);
@@ -694,27 +694,23 @@ class Plan final : public CudaPlan {
   static KernelFn pick_mma(int mt, int kc, bool chain, int rw) {
     if constexpr (kHasMma<T> && E != Epi::store_p) {
       constexpr bool kC = MmaOp<T>::CREGS == 4;
+#define TC_I2T_MMA(RW_, M_, K_)                                                                 \
+  case M_ * 8 + K_:                                                                             \
+    return chain ? pblock_mma_kernel<T, E, M_, K_, kC, RW_> : pblock_mma_kernel<T, E, M_, K_, false, RW_>;
       if (rw == 2) {
         switch (mt * 8 + kc) {
-#define TC_I2T_MMA(M_, K_)                                                           \
-  case M_ * 8 + K_:                                                                  \
-    return chain ? pblock_mma_kernel<T, E, M_, K_, kC, 2> : pblock_mma_kernel<T, E, M_, K_, false, 2>;
-          TC_I2T_MMA(1, 1) TC_I2T_MMA(1, 2) TC_I2T_MMA(1, 3) TC_I2T_MMA(1, 4)
-          TC_I2T_MMA(2, 1) TC_I2T_MMA(2, 2) TC_I2T_MMA(3, 1) TC_I2T_MMA(4, 1)
-#undef TC_I2T_MMA
+          TC_I2T_MMA(2, 1, 1) TC_I2T_MMA(2, 1, 2) TC_I2T_MMA(2, 1, 3) TC_I2T_MMA(2, 1, 4)
+          TC_I2T_MMA(2, 2, 1) TC_I2T_MMA(2, 2, 2) TC_I2T_MMA(2, 3, 1) TC_I2T_MMA(2, 4, 1)
         }
       } else {
         switch (mt * 8 + kc) {
-#define TC_I2T_MMA(M_, K_)                                                           \
-  case M_ * 8 + K_:                                                                  \
-    return chain ? pblock_mma_kernel<T, E, M_, K_, kC, 1> : pblock_mma_kernel<T, E, M_, K_, false, 1>;
-          TC_I2T_MMA(1, 1) TC_I2T_MMA(1, 2) TC_I2T_MMA(1, 3) TC_I2T_MMA(1, 4)
-          TC_I2T_MMA(2, 1) TC_I2T_MMA(2, 2) TC_I2T_MMA(2, 3) TC_I2T_MMA(2, 4)
-          TC_I2T_MMA(3, 1) TC_I2T_MMA(3, 2) TC_I2T_MMA(3, 3) TC_I2T_MMA(3, 4)
-          TC_I2T_MMA(4, 1) TC_I2T_MMA(4, 2) TC_I2T_MMA(4, 3) TC_I2T_MMA(4, 4)
-#undef TC_I2T_MMA
+          TC_I2T_MMA(1, 1, 1) TC_I2T_MMA(1, 1, 2) TC_I2T_MMA(1, 1, 3) TC_I2T_MMA(1, 1, 4)
+          TC_I2T_MMA(1, 2, 1) TC_I2T_MMA(1, 2, 2) TC_I2T_MMA(1, 2, 3) TC_I2T_MMA(1, 2, 4)
+          TC_I2T_MMA(1, 3, 1) TC_I2T_MMA(1, 3, 2) TC_I2T_MMA(1, 3, 3) TC_I2T_MMA(1, 3, 4)
+          TC_I2T_MMA(1, 4, 1) TC_I2T_MMA(1, 4, 2) TC_I2T_MMA(1, 4, 3) TC_I2T_MMA(1, 4, 4)
         }
       }
+#undef TC_I2T_MMA
     }
     throw ValueError("im2tensor: no mma.sync kernel for this block shape");
   }
