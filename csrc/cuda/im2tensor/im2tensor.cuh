@@ -586,7 +586,8 @@ class Plan final : public CudaPlan {
       if (r.kh <= 64 && r.kw <= 64 && !(force_wmma && force_wmma[0] == '1')) {
         // mma.sync path (mma_fused.cuh); TENSORCONV_I2T_WMMA=1 keeps WMMA for comparisons.
         // dB from the sweeps (benchmarks/IM2TENSOR_NOTES.md): 16 rows for kh <= 16, 32 up to
-        // 48, 64 beyond (with the ring buffer 32 at kh = 15 and 64 at kh = 35 are within 1-2 %). Benchmark-only overrides: TENSORCONV_I2T_DB, TENSORCONV_I2T_CHAIN=0/1,
+        // 48, 64 beyond (with the ring buffer 32 at kh = 15 and 64 at kh = 35 are within 1-2 %).
+        // Benchmark-only overrides: TENSORCONV_I2T_DB, TENSORCONV_I2T_CHAIN=0/1,
         // TENSORCONV_I2T_RW=2.
         int Wc = 8 * kMmaNT, dB = r.kh <= 16 ? 16 : r.kh <= 48 ? 32 : 64;
         tuning_override(Wc, dB, 16);
