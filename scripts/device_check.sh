@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole package on a lent GPU machine in one call: build for sm_90a, then the full pytest
-# suite (unit, GPU and the USC-SIPI accuracy suite for every method x precision).
+# suite (unit, GPU and the USC-SIPI accuracy suite for every method x precision); with
+# SANITIZE=1 also compute-sanitizer memcheck + racecheck over every GPU kernel.
 #   rm -rf .shared && cp -a ../shared .shared     # here, once; carry .shared and .whl
 #   bash scripts/device_check.sh                   # there; results under $OUT
 set -u
@@ -18,3 +19,13 @@ timeout ${TESTS_S:-420} python3 -m pytest -q -rs -p no:cacheprovider -p no:bench
 echo "pytest rc=$? ($(( $(date +%s) - t0 )) s)"
 grep -E "^(FAILED|ERROR)" "$OUT/pytest.txt" | head -40
 tail -n 4 "$OUT/pytest.txt"
+if [ -n "${SANITIZE:-}" ]; then
+  for tool in memcheck racecheck; do
+    timeout ${SAN_S:-150} compute-sanitizer --tool $tool --error-exitcode 3 python3 tests/sanitize_gpu.py \
+      > "$OUT/gpu_core_$tool.txt" 2>&1
+    echo "gpu core $tool rc=$? ($(( $(date +%s) - t0 )) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|ALL OK|SOME FAILED' "$OUT/gpu_core_$tool.txt" | tr '\n' ' ')"
+  done
+  mkdir -p "$OUT/san"
+  I2T_SAN_TIMEOUT=${SAN_S:-150} bash scripts/im2tensor_sanitize.sh "$OUT/san"
+  echo "im2tensor sanitize rc=$? ($(( $(date +%s) - t0 )) s)"
+fi

@@ -54,6 +54,8 @@ def main():
     for p in ("fp32", "fp16fp32", "fp64"):
         ok &= check("separable", p, rng.standard_normal((400, 130)), np.outer(g, g))
         ok &= check("separable", p, rng.standard_normal((400, 130)), rng.standard_normal((9, 64)))
+        # 16-byte rows: the cp.async staging (interior fast path and zero-filled edges)
+        ok &= check("separable", p, rng.standard_normal((400, 136)), np.outer(g, g))
     del os.environ["TENSORCONV_SEPARABLE_SEGMENT"]
     # separable two-pass: rank 1 over several bands of the ring, then r > 1 passes with a
     # separate running sum (fp16fp32); fft: the direct (fast size) path.

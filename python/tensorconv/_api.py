@@ -78,9 +78,10 @@ def _check_fillvalue(fillvalue) -> float:
 
 # Fastest deterministic GPU method per precision, from benchmarks/results (H100, 4096², same
 # runs as the peers): small kernels are memory-bound (naive_shmem); the half formats go to the
-# tensor cores (im2tensor_fused); fp32/fp64 switch to cuFFT above k ~ 15; rank-1 kernels from
-# k ~ 10 take the separable passes. im2tensor_atomic is faster still in bf16 but its last bits
-# vary between runs, so 'auto' never picks it.
+# tensor cores (im2tensor_fused); fp32/fp64 switch to cuFFT above k ~ 15; rank-1 kernels take
+# the separable passes (its fused pass beats naive_shmem from 3x3 on in the scalar precisions,
+# e.g. fp32 0.068 vs 0.102 ms; fp16's half2 passes only from k ~ 10). im2tensor_atomic is faster
+# still in bf16 but its last bits vary between runs, so 'auto' never picks it.
 _SMALL_AREA = 100
 _FFT_AREA = 225
 
@@ -100,7 +101,7 @@ def _gpu_preference(precision: str, kernel: np.ndarray | None) -> list:
         return []
     area = kernel.shape[0] * kernel.shape[1]
     prefs = []
-    if area > _SMALL_AREA and _rank1(kernel, precision):
+    if (area > _SMALL_AREA or precision != "fp16") and area > 1 and _rank1(kernel, precision):
         prefs.append("separable")
     if area <= _SMALL_AREA or precision == "tf32":
         prefs.append("naive_shmem")

@@ -130,6 +130,7 @@ struct Geo {
   long long wP;       // row length of the P workspace (non-fused)
   int PX;             // rows of P per r: nI * hB
   int ldA, ldS, rowsS;  // shared-memory leading dimensions (elements) and staged image rows
+  int rw;             // mma.sync path: output rows per pass of a warp (1 or 2)
 };
 
 struct Args {
@@ -157,6 +158,8 @@ __device__ __forceinline__ void stage_image(const typename T::In* img, long long
   using In = typename T::In;
   constexpr int V = 16 / sizeof(In), UNR = 4;
   struct alignas(16) Vec { In x[V]; };
+  using St = typename T::Stage;
+  struct alignas(sizeof(St) * V) SVec { St x[V]; };
   if (vec_ok) {
     const int vpr = W / V, total = rows * vpr;
     for (int base = threadIdx.x; base < total; base += UNR * blockDim.x) {
@@ -178,9 +181,13 @@ __device__ __forceinline__ void stage_image(const typename T::In* img, long long
       for (int u = 0; u < UNR; ++u) {
         const int e = base + u * blockDim.x;
         if (e < total) {
-          typename T::Stage* d = dst + (e / vpr) * ldd + (e % vpr) * V;
+          // One vector store per load: element-wise 2-byte stores cost 8 shared-memory
+          // instructions with 4-way bank conflicts each (measured: ~15 % of the L1 wavefronts
+          // of the mma.sync kernel at k = 15). Rows of dst are multiples of 16 bytes.
+          SVec sv;
 #pragma unroll
-          for (int i = 0; i < V; ++i) d[i] = to_stage<T>(v[u].x[i]);
+          for (int i = 0; i < V; ++i) sv.x[i] = to_stage<T>(v[u].x[i]);
+          *reinterpret_cast<SVec*>(dst + (e / vpr) * ldd + (e % vpr) * V) = sv;
         }
       }
     }
@@ -578,18 +585,32 @@ class Plan final : public CudaPlan {
       const char* force_wmma = std::getenv("TENSORCONV_I2T_WMMA");
       if (r.kh <= 64 && r.kw <= 64 && !(force_wmma && force_wmma[0] == '1')) {
         // mma.sync path (mma_fused.cuh); TENSORCONV_I2T_WMMA=1 keeps WMMA for comparisons.
-        // dB measured best: 32 rows for ĥK <= 32, 64 beyond (benchmarks/IM2TENSOR_NOTES.md).
-        int Wc = 8 * kMmaNT, dB = r.kh <= 32 ? 32 : 64;
+        // dB from the sweeps (benchmarks/IM2TENSOR_NOTES.md): 16 rows for kh <= 16, 32 up to
+        // 48, 64 beyond (with the ring buffer 32 at kh = 15 and 64 at kh = 35 are within 1-2 %).
+        // Benchmark-only overrides: TENSORCONV_I2T_DB, TENSORCONV_I2T_CHAIN=0/1,
+        // TENSORCONV_I2T_RW=2.
+        int Wc = 8 * kMmaNT, dB = r.kh <= 16 ? 16 : r.kh <= 48 ? 32 : 64;
         tuning_override(Wc, dB, 16);
         Wc = 8 * kMmaNT;
         g_ = make_geo(16, 8, 16, r, Wc, dB);
+        const int mt = g_.nxt, kc = g_.hKp / 16;
+        const char* rw_env = std::getenv("TENSORCONV_I2T_RW");
+        // Two rows per B fragment (where the pad row exists and both rows' A fragments fit)
+        // only on request: measured slower than one row at every k (IM2TENSOR_NOTES.md).
+        g_.rw = (g_.hKp > g_.kh && mt * kc <= 4 && g_.dB % 2 == 0 && rw_env &&
+                 rw_env[0] == '2') ? 2 : 1;
         g_.ldA = g_.hKp + 8;
         g_.ldS = g_.Wc + 8;  // 272 B rows: ldmatrix's 8 row addresses hit distinct banks
         g_.rowsS = g_.dB + g_.hKp - 1;
         staged_ = true;
         threads_ = kMmaWarps * 32;
         smem_ = MmaSmem(g_).total;
-        kfn_ = pick_mma(g_.nxt, g_.hKp / 16);
+        // The window as the MMAs' C operand (fp32 accumulators only) where measured faster.
+        const char* chain_env = std::getenv("TENSORCONV_I2T_CHAIN");
+        bool chain = mt >= 3 || g_.rw == 2;
+        if (chain_env && (chain_env[0] == '0' || chain_env[0] == '1')) chain = chain_env[0] == '1';
+        chain = chain && MmaOp<T>::CREGS == 4;
+        kfn_ = pick_mma(mt, kc, chain, g_.rw);
       }
     }
     if (!kfn_) {
@@ -671,16 +692,26 @@ class Plan final : public CudaPlan {
     if (nxt <= 4) return pblock_kernel<T, S, E, 4>;
     return pblock_kernel<T, S, E, kXTilesMax>;
   }
-  static KernelFn pick_mma(int mt, int kc) {
+  static KernelFn pick_mma(int mt, int kc, bool chain, int rw) {
     if constexpr (kHasMma<T> && E != Epi::store_p) {
-      switch (mt * 8 + kc) {
-#define TC_I2T_MMA(M_, K_) case M_ * 8 + K_: return pblock_mma_kernel<T, E, M_, K_>;
-        TC_I2T_MMA(1, 1) TC_I2T_MMA(1, 2) TC_I2T_MMA(1, 3) TC_I2T_MMA(1, 4)
-        TC_I2T_MMA(2, 1) TC_I2T_MMA(2, 2) TC_I2T_MMA(2, 3) TC_I2T_MMA(2, 4)
-        TC_I2T_MMA(3, 1) TC_I2T_MMA(3, 2) TC_I2T_MMA(3, 3) TC_I2T_MMA(3, 4)
-        TC_I2T_MMA(4, 1) TC_I2T_MMA(4, 2) TC_I2T_MMA(4, 3) TC_I2T_MMA(4, 4)
-#undef TC_I2T_MMA
+      constexpr bool kC = MmaOp<T>::CREGS == 4;
+#define TC_I2T_MMA(RW_, M_, K_)                                                                 \
+  case M_ * 8 + K_:                                                                             \
+    return chain ? pblock_mma_kernel<T, E, M_, K_, kC, RW_> : pblock_mma_kernel<T, E, M_, K_, false, RW_>;
+      if (rw == 2) {
+        switch (mt * 8 + kc) {
+          TC_I2T_MMA(2, 1, 1) TC_I2T_MMA(2, 1, 2) TC_I2T_MMA(2, 1, 3) TC_I2T_MMA(2, 1, 4)
+          TC_I2T_MMA(2, 2, 1) TC_I2T_MMA(2, 2, 2) TC_I2T_MMA(2, 3, 1) TC_I2T_MMA(2, 4, 1)
+        }
+      } else {
+        switch (mt * 8 + kc) {
+          TC_I2T_MMA(1, 1, 1) TC_I2T_MMA(1, 1, 2) TC_I2T_MMA(1, 1, 3) TC_I2T_MMA(1, 1, 4)
+          TC_I2T_MMA(1, 2, 1) TC_I2T_MMA(1, 2, 2) TC_I2T_MMA(1, 2, 3) TC_I2T_MMA(1, 2, 4)
+          TC_I2T_MMA(1, 3, 1) TC_I2T_MMA(1, 3, 2) TC_I2T_MMA(1, 3, 3) TC_I2T_MMA(1, 3, 4)
+          TC_I2T_MMA(1, 4, 1) TC_I2T_MMA(1, 4, 2) TC_I2T_MMA(1, 4, 3) TC_I2T_MMA(1, 4, 4)
+        }
       }
+#undef TC_I2T_MMA
     }
     throw ValueError("im2tensor: no mma.sync kernel for this block shape");
   }
