@@ -412,6 +412,16 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P>())
   }
 }
 
+// The fused kernel's pointer type; half2 fp16 has no fused pass (and must not name one).
+template <Precision P, bool = (Prec<P>::W == 1)>
+struct FusedPtr {
+  using type = void*;
+};
+template <Precision P>
+struct FusedPtr<P, true> {
+  using type = decltype(&fused_pass<P, 1>);
+};
+
 // The fused kernel for NC = ceil(max(kh, kw) / 8) chunks of taps, picked at run time.
 template <Precision P, int NC = 1>
 auto fused_kernel(int nc) -> decltype(&fused_pass<P, 1>) {
@@ -568,10 +578,7 @@ class SeparablePlan final : public CudaPlan {
     const std::int64_t oh = out_rows(), ow = out_cols();
     if (r_ > 1 && !kSumInOut) sum_.reset(oh * ow * sizeof(Elem));
     if constexpr (T::W == 1) {
-      if (use_fused(r.kh, r.kw)) {
-        setup_fused();
-        return;
-      }
+      if (use_fused(r.kh, r.kw) && setup_fused()) return;
     }
     constexpr int OH = BY * rows_per_thread<P>();
     std::int64_t rows = band_bytes() / (ow * static_cast<std::int64_t>(sizeof(Elem)));
@@ -593,9 +600,13 @@ class SeparablePlan final : public CudaPlan {
     return kh <= FMAX && kw <= FMAX && !(e && e[0] == '0');
   }
 
-  void setup_fused() {
-    fused_ = true;
+  // False (two-pass form instead) where the fused pass's shared memory does not fit the device
+  // (it needs up to ~136 KB in fp64 at 64 taps; consumer GPUs offer ~100 KB per block).
+  bool setup_fused() {
     smem_ = fused_smem<P>(static_cast<int>(kh_), static_cast<int>(kw_));
+    int optin = 0;
+    TC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device()));
+    if (smem_ > static_cast<std::size_t>(optin)) return false;
     kern_ = fused_kernel<P>(static_cast<int>((std::max(kh_, kw_) + FCH - 1) / FCH));
     // The rounded coefficients (as the device rounds operands) go to the launch parameters.
     std::vector<Elem> a(a_.bytes() / sizeof(Elem)), b(b_.bytes() / sizeof(Elem));
@@ -610,7 +621,7 @@ class SeparablePlan final : public CudaPlan {
     TC_CUDA_CHECK(cudaFuncSetAttribute(kern_, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_)));
     TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern_, BX * BY, smem_));
-    if (per_sm < 1) throw DeviceError("separable: the fused pass does not fit on this device");
+    if (per_sm < 1) return false;
     // One wave of blocks (never more, or a second partial wave doubles the time): strips of FW
     // columns x segments of `seg_` rows (each segment recomputes kh - 1 rows of T, so segments
     // are as long as the wave allows).
@@ -621,6 +632,8 @@ class SeparablePlan final : public CudaPlan {
     if (const char* e = std::getenv("TENSORCONV_SEPARABLE_SEGMENT"))  // tests: longer walks
       seg = std::max<std::int64_t>(seg, std::strtol(e, nullptr, 10));
     seg_ = std::max<std::int64_t>(FOH, (seg + FOH - 1) / FOH * FOH);
+    fused_ = true;
+    return true;
   }
 
  protected:
@@ -688,7 +701,7 @@ class SeparablePlan final : public CudaPlan {
   std::size_t smem_ = 0;
   std::int64_t seg_ = 0, band_ = 0, ring_rows_ = 0;
   DeviceBuffer a_, b_, ring_, sum_;
-  decltype(fused_kernel<P>(1)) kern_ = nullptr;
+  typename FusedPtr<P>::type kern_ = nullptr;
   std::vector<FusedCoef<Elem>> coef_;  // one per term
 };
 
