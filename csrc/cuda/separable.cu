@@ -99,14 +99,13 @@ __global__ void __launch_bounds__(BX* BY)
 // One result of term q: added to the running sum of the earlier terms (unless FIRST), written
 // in the storage type to `out` (LAST) or back to the running sum.
 template <Precision P, bool FIRST, bool LAST>
-__device__ __forceinline__ void emit(typename Prec<P>::Elem v, int y, int x,
-                                     typename Prec<P>::Elem* sum, std::int64_t sum_stride,
-                                     typename Prec<P>::Store* out, std::int64_t out_stride) {
-  if (!FIRST) v = Prec<P>::add_elem(v, sum[y * sum_stride + x]);
+__device__ __forceinline__ void emit(typename Prec<P>::Elem v, typename Prec<P>::Elem* sum,
+                                     typename Prec<P>::Store* out) {
+  if (!FIRST) v = Prec<P>::add_elem(v, *sum);
   if (LAST)
-    __stcs(out + y * out_stride + x, Prec<P>::store(v));  // streamed: not read again here
+    __stcs(out, Prec<P>::store(v));  // streamed: not read again here
   else
-    sum[y * sum_stride + x] = v;
+    *sum = v;
 }
 
 // ---- column pass ---------------------------------------------------------------------------
@@ -155,7 +154,8 @@ __global__ void __launch_bounds__(BX* BY)
       for (int l = 0; l < W; ++l) {
         const int x = xb + tx + l * BX;
         if (x >= ow) continue;
-        emit<P, FIRST, LAST>(T::lane(acc[r], l), y, x, sum, sum_stride, out, out_stride);
+        emit<P, FIRST, LAST>(T::lane(acc[r], l), sum + y * sum_stride + x,
+                             out + y * out_stride + x);
       }
     }
   }
@@ -384,12 +384,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P>())
         constexpr bool F = decltype(f)::value, L = decltype(l)::value;
 #pragma unroll
         for (int j = 0; j < FR; ++j) {
-          if (decltype(full)::value || j < rows) {
-            Vec v = acc[j];
-            if (!F) v = T::add_elem(v, *sm);
-            if (L) __stcs(o, T::store(v));  // streamed: not read again here
-            else *sm = v;
-          }
+          if (decltype(full)::value || j < rows) emit<P, F, L>(acc[j], sm, o);
           o += out_stride;
           sm += sum_stride;
         }
