@@ -38,7 +38,9 @@ STORAGE = {"fp16": "float16", "fp16fp32": "float16", "bf16": "float32", "tf32": 
 L2_BYTES = 50 << 20
 # Non-default forms timed beside the defaults (rows carry "variant").
 VARIANT_ENV = {"coefs=constant": ("TENSORCONV_NAIVE_SHMEM_COEFS", "constant"),
-               "two_pass": ("TENSORCONV_SEPARABLE_FUSED", "0")}
+               "two_pass": ("TENSORCONV_SEPARABLE_FUSED", "0"),
+               # separable fp32/tf32 with FFMA passes instead of the tensor-core banded ones
+               "ffma": ("TENSORCONV_SEPARABLE_TC", "0")}
 
 
 def gaussian(k):
@@ -114,6 +116,9 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--budget-s", type=float, default=400.0, help="stop adding rows after this")
     ap.add_argument("--no-e2e", action="store_true")
+    ap.add_argument("--precisions", default="", help="comma list (default: every one)")
+    ap.add_argument("--kinds", default="random,gaussian", help="kernel kinds to time")
+    ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--band-sweep", default="", help="MB list: separable T-ring band sizes to time")
     args = ap.parse_args(argv)
     torch.backends.cudnn.benchmark = True
@@ -150,12 +155,17 @@ def main(argv=None):
             # ---- tensorconv methods ----
             for m in methods:
                 for prec in m.precisions:
+                    if args.precisions and prec not in args.precisions.split(","):
+                        continue
                     kinds = [("random", "")] + ([("gaussian", "")] if m.name == "separable"
                                                 else [])
                     if m.name == "naive_shmem" and prec in ("fp16", "fp32", "fp64"):
                         kinds.append(("random", "coefs=constant"))
                     if m.name == "separable" and prec in ("fp32", "fp64"):
                         kinds.append(("gaussian", "two_pass"))
+                    if m.name == "separable" and prec in ("fp32", "tf32"):
+                        kinds.append(("gaussian", "ffma"))
+                    kinds = [kv for kv in kinds if kv[0] in args.kinds.split(",")]
                     for kind, variant in kinds:
                         if out_of_time():
                             skipped += 1
@@ -201,6 +211,8 @@ def main(argv=None):
                                          "runs": 5})
                         del xs, out, p
             # ---- peers ----
+            if args.no_peers:
+                continue
             if out_of_time():
                 skipped += 1
                 continue

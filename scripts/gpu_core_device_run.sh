@@ -21,7 +21,7 @@ for ph in $PHASES; do
   case $ph in
     tests)
       timeout ${TESTS_S:-240} python3 -m pytest -q -rs -p no:cacheprovider tests/test_gpu_core.py \
-        tests/test_methods.py -k "naive or separable or fft or gpu_core" > "$OUT/tests.txt" 2>&1
+        tests/test_methods.py -k "${TESTS_K:-naive or separable or fft or gpu_core}" > "$OUT/tests.txt" 2>&1
       echo "tests rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "passed|failed|error" "$OUT/tests.txt" | tail -3
       grep -E "^(FAILED|ERROR)" "$OUT/tests.txt" | head -30 ;;
     accuracy)

@@ -139,6 +139,49 @@ def test_separable_staging_paths(precision):
     assert relative_l2(a.double().cpu().numpy(), ref) <= rel_l2_bound("separable", precision)
 
 
+@pytest.mark.parametrize("tc_form", ["1", "0"])
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+def test_separable_tensor_core_passes(precision, tc_form, monkeypatch):
+    """fp32 (3xTF32) and tf32 run both fused passes on the tensor cores as banded products;
+    TENSORCONV_SEPARABLE_TC=0 keeps the FFMA passes. Both stay within the precision's bounds, on
+    edge tiles, multi-term kernels, kernels up to 64 taps and long walks (T rows shifted)."""
+    monkeypatch.setenv("TENSORCONV_SEPARABLE_TC", tc_form)
+    monkeypatch.setenv("TENSORCONV_SEPARABLE_SEGMENT", "300")
+    rng = np.random.default_rng(23)
+    image = rng.standard_normal((709, 203))
+    for kernel in (_gaussian(55, 9.0), _gaussian(3, 1.0), rng.standard_normal((64, 5)),
+                   rng.standard_normal((2, 64)), np.outer(rng.random(33), rng.random(47)),
+                   np.outer(rng.standard_normal(40), rng.standard_normal(17)) +
+                   np.outer(rng.standard_normal(40), rng.standard_normal(17))):
+        out = tc.correlate2d(image, kernel, "valid", method="separable", precision=precision)
+        ref = scipy.signal.correlate(image, kernel, "valid", method="fft")
+        assert relative_l2(out, ref) <= rel_l2_bound("separable", precision), kernel.shape
+    positive = rng.random((600, 300))  # MAPE needs a reference away from zero
+    g = _gaussian(35, 6.0)
+    out = tc.correlate2d(positive, g, "valid", method="separable", precision=precision)
+    assert mape(out, _ref(positive, g)) <= mape_bound("separable", precision)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+def test_separable_tensor_core_nonfinite_fallback(precision, monkeypatch):
+    """The banded products would spread NaN/inf through the band's zero taps; a block that
+    meets one (or |x| >= 2^126) finishes with FFMAs, so they reach only their own windows."""
+    monkeypatch.setenv("TENSORCONV_SEPARABLE_TC", "1")
+    rng = np.random.default_rng(24)
+    image = rng.random((400, 300))
+    image[37, 41] = np.nan
+    image[250, 200] = np.inf
+    image[390, 20] = 2.0 ** 127  # finite, but tf32 rounding would overflow it
+    g = _gaussian(21, 4.0)
+    expected = _ref(image, g)
+    got = tc.correlate2d(image, g, "valid", method="separable",
+                         precision=precision).astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    finite = np.isfinite(expected)
+    assert relative_l2(got[finite], expected[finite]) <= rel_l2_bound("separable", precision)
+
+
 def test_separable_gaussian_4096():
     """The benchmark's case (4096^2, Gaussian k = 55, fp32) against a float64 reference."""
     rng = np.random.default_rng(18)

@@ -23,6 +23,7 @@
 #include "common.cuh"
 #include "precision.cuh"
 #include "sliding.cuh"
+#include "tf32_band.cuh"
 
 namespace tc {
 namespace cuda {
@@ -175,17 +176,39 @@ __global__ void __launch_bounds__(BX* BY)
 //    row each) read 16 bytes per lane without bank conflicts. Unaligned inputs (row stride or
 //    pointer not 16-byte aligned) are staged with plain loads instead.
 constexpr int FW = 2 * BX, FR = 16, FG = 64, FOH = 4 * FR, FMAX = 64, FCH = 8;
-constexpr int PITCH_F = FW + 4;  // T rows (16-byte aligned)
 static_assert(BX * BY == 256 && FG == 2 * BX && FOH == FG, "fused pass thread layout");
+static_assert(FG == 4 * 16 && FW == 2 * 8 * kBandGroups && FOH == 2 * 8 * kBandGroups,
+              "tensor-core passes: 8 warps = 4 x 16 lines x 2 x 32 outputs");
+
+// The tensor-core form of both passes (tf32_band.cuh): fp32 by 3xTF32, tf32 by one product.
+template <Precision P>
+constexpr bool kTcPrec = P == Precision::fp32 || P == Precision::tf32;
+// T row pitch: FW + 4 keeps the row pass's 16-byte stores conflict-free; the tensor-core column
+// pass reads 4 rows x 8 columns per load, conflict-free when the pitch is 8 (mod 32) words.
+template <bool TC>
+constexpr int kPitchT = TC ? FW + 8 : FW + 4;
 
 template <class S>
 constexpr int kVec = 16 / static_cast<int>(sizeof(S));  // elements per 16-byte copy
 
-// Input tile pitch in elements: room for the window's last 16-byte load, odd in 16-byte units.
+// Band chunks of a tensor-core pass over `taps` taps (tf32_band.cuh).
+__host__ __device__ inline int band_chunks(int taps) { return (taps + 14) / 8; }  // ceil((taps + 7) / 8)
+
+// Input tile pitch in elements: room for the window's last 16-byte load (and for the last
+// chunk a tensor-core row pass reads), odd in 16-byte units (conflict-free 16-byte row reads;
+// also conflict-free for the row pass's 8 x 4 fragment loads).
 template <class S>
-__host__ __device__ inline int fused_in_pitch(int kw) {
-  const int units = (FW + kw - 1 + kVec<S> + kVec<S> - 1) / kVec<S>;
+__host__ __device__ inline int fused_in_pitch(int kw, bool tc) {
+  int need = FW + kw - 1 + kVec<S>;
+  if (tc) need = need > 8 * band_chunks(kw) + 56 ? need : 8 * band_chunks(kw) + 56;
+  const int units = (need + kVec<S> - 1) / kVec<S>;
   return (units | 1) * kVec<S>;
+}
+
+// T rows in shared memory: FOH + kh - 1, and up to the last chunk a tensor-core column pass reads.
+__host__ __device__ inline int fused_t_rows(int kh, bool tc) {
+  const int rows = FOH + kh - 1;
+  return tc && 8 * band_chunks(kh) + 56 > rows ? 8 * band_chunks(kh) + 56 : rows;
 }
 
 template <class E>
@@ -195,10 +218,12 @@ struct FusedCoef {  // passed by value: lives in the kernel's constant parameter
 };
 
 template <Precision P>
-std::size_t fused_smem(int kh, int kw) {
+std::size_t fused_smem(int kh, int kw, bool tc) {
   using S = typename Prec<P>::Store;
-  return FG * fused_in_pitch<S>(kw) * sizeof(S) +
-         (FOH + kh - 1) * PITCH_F * sizeof(typename Prec<P>::Elem);
+  const std::size_t pt = tc ? kPitchT<true> : kPitchT<false>;
+  return FG * fused_in_pitch<S>(kw, tc) * sizeof(S) +
+         fused_t_rows(kh, tc) * pt * sizeof(typename Prec<P>::Elem) +
+         (tc ? (band_chunks(kh) + band_chunks(kw)) * 32 * sizeof(uint4) : 0);
 }
 
 template <class E, int N>
@@ -279,11 +304,12 @@ __device__ __forceinline__ void fused_taps(Vec (&acc)[FR], int n, const E (&coef
 
 // Blocks per SM the register allocation must allow (else the fully unrolled taps hoist every
 // load and use ~200 registers).
-template <Precision P>
-constexpr int fused_min_blocks() { return P == Precision::fp64 ? 2 : 3; }
+// The tensor-core passes' fragments take ~48 (tf32) to ~77 (3xTF32) registers on their own.
+template <Precision P, bool TC>
+constexpr int fused_min_blocks() { return P == Precision::fp64 || TC ? 2 : 3; }
 
-template <Precision P, int NC>
-__global__ void __launch_bounds__(BX* BY, fused_min_blocks<P>())
+template <Precision P, int NC, bool TC>
+__global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
     fused_pass(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
                int iw, int oh, int ow, int seg, typename Prec<P>::Elem* sum,
                std::int64_t sum_stride, typename Prec<P>::Store* out, std::int64_t out_stride,
@@ -292,17 +318,33 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P>())
   using T = Prec<P>;
   using Vec = typename T::Vec;
   using Store = typename T::Store;
-  constexpr int V = kVec<Store>;
+  constexpr int V = kVec<Store>, PT = kPitchT<TC>;
   static_assert(T::W == 1, "fused_pass is for scalar precisions");
+  static_assert(!TC || kTcPrec<P>, "tensor-core passes are fp32 / tf32");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw);
+  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw, TC);
+  const int t_rows = fused_t_rows(kh, TC), ndh = band_chunks(kh), ndw = band_chunks(kw);
   Store* sin = reinterpret_cast<Store*>(smem_raw);    // FG image rows x pitch
-  Vec* st = reinterpret_cast<Vec*>(sin + FG * pitch);  // (FOH + kh - 1) T rows x PITCH_F
+  Vec* st = reinterpret_cast<Vec*>(sin + FG * pitch);  // t_rows T rows x PT
+  uint4* band_b = reinterpret_cast<uint4*>(st + t_rows * PT);  // tensor-core bands (TC only)
+  uint4* band_a = band_b + ndw * 32;
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
   const int xb = blockIdx.x * FW, ys = blockIdx.y * seg;
   const int y_end = min(oh, ys + seg);
   if (ys >= y_end) return;
   const int steps = (y_end - ys + FOH - 1) / FOH;
+  // Tensor-core passes run until a tile holds a non-finite value (or |x| >= 2^126); from then
+  // on this block uses the FFMA passes, whose NaN/inf reach only their own windows.
+  bool tc_ok = TC;
+  if constexpr (TC) {
+    build_band(band_b, cf.b, kw, ndw, tid);
+    build_band(band_a, cf.a, kh, ndh, tid);
+    // The passes read whole 8-wide chunks: columns past the window and T rows past FOH + kh - 1
+    // meet zero taps but must be finite.
+    for (int i = tid; i < FG * pitch; i += BX * BY) sin[i] = 0.0f;
+    for (int i = (FOH + kh - 1) * PT + tid; i < t_rows * PT; i += BX * BY) st[i] = 0.0f;
+    __syncthreads();
+  }
   // Groups of FG image rows: step 0 filters FOH + kh - 1 rows into T rows 0.., every later
   // step FG rows into T rows kh - 1 (after the shift).
   const int g0 = (FOH + kh - 1 + FG - 1) / FG, groups = g0 + steps - 1;
@@ -338,8 +380,12 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P>())
     }
   };
   stage(0);
-  const int rl = tx + BX * (ty >> 2), xg = ty & 3;  // row pass: image row, group of FR outputs
-  const int cl = tx + BX * (ty & 1), rg = ty >> 1;  // column pass: column, group of FR rows
+  constexpr int SPLIT = P == Precision::fp32 ? 3 : 1;
+  const int rl = tx + BX * (ty >> 2), xg = ty & 3;  // FFMA row pass: image row, group of FR outputs
+  const int cl = tx + BX * (ty & 1), rg = ty >> 1;  // FFMA column pass: column, group of FR rows
+  // Tensor-core passes: each warp filters 16 lines (rows of the tile for the row pass, columns
+  // of T for the column pass) x 32 outputs; fragment coordinates g = lane / 4, q = lane % 4.
+  const int wl = ty & 3, wo = ty >> 2, fg = tx >> 2, fq = tx & 3;
   const Store* my_row = sin + rl * pitch + xg * FR;
   int g = 0;
   for (int s = 0; s < steps; ++s) {
@@ -350,57 +396,120 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P>())
       __syncthreads();  // sin holds group g; the shift is done
       const int d = s == 0 ? g * FG : kh - 1;
       const int n = s == 0 ? imin(FG, FOH + kh - 1 - g * FG) : FG;
-      Vec acc[FR];
+      bool stored = false;
+      if constexpr (TC) {
+        if (tc_ok) {  // T rows d + 16 wl + {g, g + 8}, columns 32 wo + 8 p + 2 q + {0, 1}
+          float acc[kBandGroups][4] = {};
+          const bool bad = band_filter<SPLIT, NC + 1>(acc, sin + 16 * wl * pitch + 32 * wo, pitch,
+                                                      1, band_b, ndw);
+          tc_ok = !__syncthreads_or(bad);
+          if (tc_ok) {
+            const int r0 = 16 * wl + fg;
+            float* dst = st + (d + r0) * PT + 32 * wo + 2 * fq;
 #pragma unroll
-      for (int j = 0; j < FR; ++j) acc[j] = T::zero();
-      fused_taps<T, NC, V>(acc, kw, cf.b, [&](int c) {
-        const Chunk<Store, V> e = unpack16(*reinterpret_cast<const uint4*>(my_row + c * V), Store{});
-        Chunk<Vec, V> r;
+            for (int p = 0; p < kBandGroups; ++p) {
+              if (r0 < n)
+                *reinterpret_cast<float2*>(dst + 8 * p) =
+                    make_float2(T::round(acc[p][0]), T::round(acc[p][1]));
+              if (r0 + 8 < n)
+                *reinterpret_cast<float2*>(dst + 8 * PT + 8 * p) =
+                    make_float2(T::round(acc[p][2]), T::round(acc[p][3]));
+            }
+            stored = true;
+          }
+        }
+      }
+      if (!stored) {
+        Vec acc[FR];
 #pragma unroll
-        for (int i = 0; i < V; ++i) r.v[i] = T::load(e.v[i]);
-        return r;
-      });
-      if (rl < n) {  // 16-byte stores (the compiler cannot prove the alignment itself)
-        constexpr int E = 16 / static_cast<int>(sizeof(Vec));
-        uint4* dst = reinterpret_cast<uint4*>(st + (d + rl) * PITCH_F + xg * FR);
+        for (int j = 0; j < FR; ++j) acc[j] = T::zero();
+        fused_taps<T, NC, V>(acc, kw, cf.b, [&](int c) {
+          const Chunk<Store, V> e = unpack16(*reinterpret_cast<const uint4*>(my_row + c * V), Store{});
+          Chunk<Vec, V> r;
 #pragma unroll
-        for (int j = 0; j < FR / E; ++j) dst[j] = pack16(acc + j * E, T{});  // column-pass operands
+          for (int i = 0; i < V; ++i) r.v[i] = T::load(e.v[i]);
+          return r;
+        });
+        if (rl < n) {  // 16-byte stores (the compiler cannot prove the alignment itself)
+          constexpr int E = 16 / static_cast<int>(sizeof(Vec));
+          uint4* dst = reinterpret_cast<uint4*>(st + (d + rl) * PT + xg * FR);
+#pragma unroll
+          for (int j = 0; j < FR / E; ++j) dst[j] = pack16(acc + j * E, T{});  // column-pass operands
+        }
       }
       __syncthreads();  // sin is free, st has the group
       if (g + 1 < groups) stage(g + 1);  // lands during the column pass / next row pass
     }
-    Vec acc[FR];
-#pragma unroll
-    for (int j = 0; j < FR; ++j) acc[j] = T::zero();
-    const Vec* col = st + rg * FR * PITCH_F + cl;
-    fused_taps<T, NC, 1>(acc, kh, cf.a, [&](int c) { return Chunk<Vec, 1>{{col[c * PITCH_F]}}; });
-    const int x = xb + cl, y0 = y + rg * FR, rows = imin(FR, y_end - y0);
-    if (x < ow) {
-      // Pointers stepped row by row: recomputing 64-bit addresses per output cost ~16
-      // instructions each (ncu: a quarter of the column pass).
-      Store* o = out + static_cast<std::int64_t>(y0) * out_stride + x;
-      Vec* sm = sum + static_cast<std::int64_t>(y0) * sum_stride + x;
-      auto put = [&](auto f, auto l, auto full) {
-        constexpr bool F = decltype(f)::value, L = decltype(l)::value;
-#pragma unroll
-        for (int j = 0; j < FR; ++j) {
-          if (decltype(full)::value || j < rows) emit<P, F, L>(acc[j], sm, o);
-          o += out_stride;
-          sm += sum_stride;
-        }
-      };
-      using Y = std::true_type;
-      using N = std::false_type;
-      if (first && last) {  // one term (rank 1): the common case gets an unguarded copy
-        if (rows == FR) put(Y{}, Y{}, Y{});
+    const int rows_left = y_end - y;  // output rows of this step: min(FOH, rows_left)
+    using Y = std::true_type;
+    using N = std::false_type;
+    // Calls put(F, L, full) with the compile-time flags of this term (one term, rank 1, is the
+    // common case and gets unguarded copies for full tiles).
+    auto dispatch = [&](auto put, bool full) {
+      if (first && last) {
+        if (full) put(Y{}, Y{}, Y{});
         else put(Y{}, Y{}, N{});
       } else if (first) put(Y{}, N{}, N{});
       else if (last) put(N{}, Y{}, N{});
       else put(N{}, N{}, N{});
+    };
+    bool emitted = false;
+    if constexpr (TC) {
+      if (tc_ok) {  // outputs: columns 16 wl + {g, g + 8}, rows 32 wo + 8 p + 2 q + {0, 1}
+        float acc[kBandGroups][4] = {};
+        const bool bad = band_filter<SPLIT, NC + 1>(acc, st + 32 * wo * PT + 16 * wl, 1, PT,
+                                                    band_a, ndh);
+        tc_ok = !__syncthreads_or(bad);
+        if (tc_ok) {
+          const int x = xb + 16 * wl + fg, yl = 32 * wo + 2 * fq;
+          auto put = [&](auto f, auto l, auto full) {
+            constexpr bool F = decltype(f)::value, L = decltype(l)::value;
+            Store* o = out + static_cast<std::int64_t>(y + yl) * out_stride + x;
+            Vec* sm = sum + static_cast<std::int64_t>(y + yl) * sum_stride + x;
+#pragma unroll
+            for (int p = 0; p < kBandGroups; ++p) {
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const int dy = e & 1, dx = 8 * (e >> 1);
+                if (decltype(full)::value || (yl + 8 * p + dy < rows_left && x + dx < ow))
+                  emit<P, F, L>(acc[p][e], sm + dy * sum_stride + dx, o + dy * out_stride + dx);
+              }
+              o += 8 * out_stride;
+              sm += 8 * sum_stride;
+            }
+          };
+          dispatch(put, rows_left >= FOH && xb + FW <= ow);
+          emitted = true;
+        }
+      }
+    }
+    if (!emitted) {
+      Vec acc[FR];
+#pragma unroll
+      for (int j = 0; j < FR; ++j) acc[j] = T::zero();
+      const Vec* col = st + rg * FR * PT + cl;
+      fused_taps<T, NC, 1>(acc, kh, cf.a, [&](int c) { return Chunk<Vec, 1>{{col[c * PT]}}; });
+      const int x = xb + cl, y0 = y + rg * FR, rows = imin(FR, y_end - y0);
+      if (x < ow) {
+        // Pointers stepped row by row: recomputing 64-bit addresses per output cost ~16
+        // instructions each (ncu: a quarter of the column pass).
+        auto put = [&](auto f, auto l, auto full) {
+          constexpr bool F = decltype(f)::value, L = decltype(l)::value;
+          Store* o = out + static_cast<std::int64_t>(y0) * out_stride + x;
+          Vec* sm = sum + static_cast<std::int64_t>(y0) * sum_stride + x;
+#pragma unroll
+          for (int j = 0; j < FR; ++j) {
+            if (decltype(full)::value || j < rows) emit<P, F, L>(acc[j], sm, o);
+            o += out_stride;
+            sm += sum_stride;
+          }
+        };
+        dispatch(put, rows == FR);
+      }
     }
     if (s + 1 < steps) {
       __syncthreads();  // the column pass is done with st: keep its last kh - 1 rows
-      constexpr int U = PITCH_F * static_cast<int>(sizeof(Vec)) / 16;  // 16-byte units per row
+      constexpr int U = PT * static_cast<int>(sizeof(Vec)) / 16;  // 16-byte units per row
       uint4* st4 = reinterpret_cast<uint4*>(st);
       for (int i = tid; i < (kh - 1) * U; i += BX * BY) st4[i] = st4[i + FOH * U];
     }
@@ -414,16 +523,16 @@ struct FusedPtr {
 };
 template <Precision P>
 struct FusedPtr<P, true> {
-  using type = decltype(&fused_pass<P, 1>);
+  using type = decltype(&fused_pass<P, 1, false>);
 };
 
 // The fused kernel for NC = ceil(max(kh, kw) / 8) chunks of taps, picked at run time.
-template <Precision P, int NC = 1>
-auto fused_kernel(int nc) -> decltype(&fused_pass<P, 1>) {
+template <Precision P, bool TC, int NC = 1>
+auto fused_kernel(int nc) -> decltype(&fused_pass<P, 1, false>) {
   if constexpr (NC < FMAX / FCH) {
-    if (nc > NC) return fused_kernel<P, NC + 1>(nc);
+    if (nc > NC) return fused_kernel<P, TC, NC + 1>(nc);
   }
-  return &fused_pass<P, NC>;
+  return &fused_pass<P, NC, TC>;
 }
 
 // ---- host: rank-revealing decomposition ----------------------------------------------------
@@ -595,14 +704,31 @@ class SeparablePlan final : public CudaPlan {
     return kh <= FMAX && kw <= FMAX && !(e && e[0] == '0');
   }
 
+  // Both passes on the tensor cores (fp32 by 3xTF32, tf32 directly) from TC_MIN_TAPS taps on:
+  // below that the band's zeros cost more than the FFMAs they replace (measured on the H100,
+  // see the benchmark notes). TENSORCONV_SEPARABLE_TC=0/1 forces either form.
+  static constexpr std::int64_t TC_MIN_TAPS = 9;
+  static bool use_tc(std::int64_t kh, std::int64_t kw) {
+    if (!kTcPrec<P>) return false;
+    if (const char* e = std::getenv("TENSORCONV_SEPARABLE_TC")) return e[0] == '1';
+    return std::max(kh, kw) >= TC_MIN_TAPS;
+  }
+
   // False (two-pass form instead) where the fused pass's shared memory does not fit the device
   // (it needs up to ~136 KB in fp64 at 64 taps; consumer GPUs offer ~100 KB per block).
   bool setup_fused() {
-    smem_ = fused_smem<P>(static_cast<int>(kh_), static_cast<int>(kw_));
     int optin = 0;
     TC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device()));
+    const int nc = static_cast<int>((std::max(kh_, kw_) + FCH - 1) / FCH);
+    tc_ = use_tc(kh_, kw_) &&
+          fused_smem<P>(static_cast<int>(kh_), static_cast<int>(kw_), true) <= static_cast<std::size_t>(optin);
+    smem_ = fused_smem<P>(static_cast<int>(kh_), static_cast<int>(kw_), tc_);
     if (smem_ > static_cast<std::size_t>(optin)) return false;
-    kern_ = fused_kernel<P>(static_cast<int>((std::max(kh_, kw_) + FCH - 1) / FCH));
+    if constexpr (kTcPrec<P>) {
+      kern_ = tc_ ? fused_kernel<P, true>(nc) : fused_kernel<P, false>(nc);
+    } else {
+      kern_ = fused_kernel<P, false>(nc);
+    }
     // The rounded coefficients (as the device rounds operands) go to the launch parameters.
     std::vector<Elem> a(a_.bytes() / sizeof(Elem)), b(b_.bytes() / sizeof(Elem));
     TC_CUDA_CHECK(cudaMemcpy(a.data(), a_.get(), a_.bytes(), cudaMemcpyDeviceToHost));
@@ -692,7 +818,7 @@ class SeparablePlan final : public CudaPlan {
 
  private:
   int r_ = 0;
-  bool fused_ = false;
+  bool fused_ = false, tc_ = false;
   std::size_t smem_ = 0;
   std::int64_t seg_ = 0, band_ = 0, ring_rows_ = 0;
   DeviceBuffer a_, b_, ring_, sum_;

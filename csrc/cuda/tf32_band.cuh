@@ -1,0 +1,90 @@
+// A 1-D filter along one axis of a shared-memory tile as banded matrix products on the tf32
+// tensor cores (mma.sync m16n8k8): for 16 lines m of the tile and 8 outputs n of group p,
+//   D[m][n] = sum_k data[m][8p + n + k] * coef[k]  =  sum_j A_j[m][.] * Band_{j-p}[.][n],
+// where A_j is the j-th 8-wide chunk of the data and Band_d[k][n] = coef[8d + k - n] (zero
+// outside the kernel), so the FMAs of a filter tap run on the tensor cores: one MMA does 1024
+// multiply-adds where an FFMA does 32. The band's zeros cost MMA work, which is cheap here.
+// fp32 keeps fp32-level accuracy by 3xTF32: x = hi + lo with hi the tf32 rounding of x, and
+// x*c ~ hi*c_hi + hi*c_lo + lo*c_hi (the dropped lo*c_lo and lo's truncation are ~2^-22 x*c).
+#pragma once
+#include <cuda_runtime.h>
+
+namespace tc {
+namespace cuda {
+
+constexpr int kBandGroups = 4;  // output groups of 8 per warp: 32 outputs along the filter
+
+// Round-to-nearest (ties away) to tf32, as bits; exact for |x| < 2^126 (callers check).
+__device__ __forceinline__ unsigned tf32_bits(float x) {
+  return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1)
+      : "memory");  // keeps the next chunk's loads after this MMA: hoisting them all spills
+}
+
+// Chunks d of the band in B-fragment order, one uint4 per lane: {hi(b0), hi(b1), lo(b0), lo(b1)}
+// with b0 = Band_d[q][g], b1 = Band_d[q + 4][g] (g = lane / 4, q = lane % 4). Built once per block
+// by threads tid < nd * 32; `coef` has `len` taps.
+template <class Coef>
+__device__ __forceinline__ void build_band(uint4* band, const Coef& coef, int len, int nd,
+                                           int tid) {
+  if (tid >= nd * 32) return;
+  const int d = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
+  auto tap = [&](int i) { return i >= 0 && i < len ? static_cast<float>(coef[i]) : 0.0f; };
+  const float c0 = tap(8 * d + q - g), c1 = tap(8 * d + q + 4 - g);
+  const unsigned h0 = tf32_bits(c0), h1 = tf32_bits(c1);
+  band[tid] = make_uint4(h0, h1, tf32_bits(c0 - __uint_as_float(h0)),
+                         tf32_bits(c1 - __uint_as_float(h1)));
+}
+
+// acc[p] += the 16 x 8 outputs of group p (fragment layout of mma m16n8k8: acc[p][0..3] =
+// D[g][2q], D[g][2q + 1], D[g + 8][2q], D[g + 8][2q + 1]). data[m][i] = src[m * sm + i * si]
+// for i < 8 * (kBandGroups + nd - 1); the band has nd <= ND chunks. SPLIT = 3 (fp32, 3xTF32)
+// or 1 (tf32: the data are tf32 already, one MMA). Returns true if a datum is not finite or
+// |x| >= 2^126: the caller must not use acc then (inf * 0 in the band's zeros gives NaN where
+// the direct sum does not; tf32_bits overflows), and falls back to FFMAs.
+template <int SPLIT, int ND>
+__device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const float* src,
+                                            int sm, int si, const uint4* band, int nd) {
+  static_assert(SPLIT == 1 || SPLIT == 3, "3xTF32 or one tf32 product");
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  uint4 bf[ND];
+#pragma unroll
+  for (int d = 0; d < ND; ++d)
+    if (d < nd) bf[d] = band[d * 32 + lane];
+  const float* s0 = src + g * sm + q * si;
+  const float* s8 = s0 + 8 * sm;
+  bool bad = false;
+#pragma unroll
+  for (int j = 0; j < kBandGroups + ND - 1; ++j) {
+    if (j >= kBandGroups - 1 + nd) break;  // uniform: the last chunk of the last group
+    const float x[4] = {s0[8 * j * si], s8[8 * j * si], s0[(8 * j + 4) * si], s8[(8 * j + 4) * si]};
+    unsigned hi[4], lo[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      bad |= !(fabsf(x[e]) < 0x1p126f);
+      hi[e] = tf32_bits(x[e]);
+      lo[e] = __float_as_uint(x[e] - __uint_as_float(hi[e]));  // the MMA truncates it to tf32
+    }
+#pragma unroll
+    for (int p = 0; p < kBandGroups; ++p) {
+      const int d = j - p;
+      if (d < 0 || d >= ND || d >= nd) continue;
+      if (SPLIT == 3) {  // small terms first
+        mma_tf32(acc[p], lo, bf[d].x, bf[d].y);
+        mma_tf32(acc[p], hi, bf[d].z, bf[d].w);
+      }
+      mma_tf32(acc[p], hi, bf[d].x, bf[d].y);
+    }
+  }
+  return bad;
+}
+
+}  // namespace cuda
+}  // namespace tc
