@@ -2,7 +2,7 @@
 # The GPU core's checks on a lent GPU machine, in one go (see /work/notes/device.md):
 #   bash scripts/gpu_core_device_run.sh "tests sanitize bench"   (from the repo root copy)
 #   BENCH_ARGS="--sizes 4096 --methods separable --no-e2e" bash scripts/gpu_core_device_run.sh \
-#     "tests bench ncu_mix"                                       (separable only)
+#     "tests bench ncu_mix"                                       (separable only; ncu_sep: stalls)
 # Results under $OUT: tests.txt, memcheck.txt, racecheck.txt, bench.txt, gpu_core.json,
 # accuracy.txt, report/accuracy.{json,md} (ncu.txt with the ncu phase).
 set -u
@@ -45,6 +45,12 @@ for ph in $PHASES; do
         --print-metric-instances details -k regex:fused_pass -c 2 python3 benchmarks/ncu_gpu_core.py \
         > "$OUT/ncu_mix.txt" 2>&1
       echo "ncu_mix rc=$? ($(( $(date +%s) - t0 )) s)" ;;
+    ncu_sep)  # separable's fused pass, fp32 Gaussian k=55: where the time goes
+      timeout ${NCU_S:-120} ncu --section SpeedOfLight --section WarpStateStats \
+        --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats \
+        --metrics sass__inst_executed_per_opcode,smsp__issue_active.avg.pct_of_peak_sustained_active \
+        -k regex:fused_pass -c 1 python3 benchmarks/ncu_gpu_core.py > "$OUT/ncu_sep.txt" 2>&1
+      echo "ncu_sep rc=$? ($(( $(date +%s) - t0 )) s)" ;;
     bench)
       timeout ${BENCH_S:-240} python3 benchmarks/gpu_core.py --out "$OUT/gpu_core.json" \
         --budget-s ${BENCH_BUDGET:-180} ${BENCH_ARGS:-} > "$OUT/bench.txt" 2>&1

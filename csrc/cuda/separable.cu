@@ -191,24 +191,25 @@ constexpr int kPitchT = TC ? FW + 8 : FW + 4;
 template <class S>
 constexpr int kVec = 16 / static_cast<int>(sizeof(S));  // elements per 16-byte copy
 
-// Band chunks of a tensor-core pass over `taps` taps (tf32_band.cuh).
-__host__ __device__ inline int band_chunks(int taps) { return (taps + 14) / 8; }  // ceil((taps + 7) / 8)
+// Band chunks of a tensor-core pass over `taps` taps (tf32_band.cuh): ceil((taps + 7) / 8).
+__host__ __device__ inline int band_chunks(int taps) { return (taps + 14) / 8; }
 
-// Input tile pitch in elements: room for the window's last 16-byte load (and for the last
-// chunk a tensor-core row pass reads), odd in 16-byte units (conflict-free 16-byte row reads;
-// also conflict-free for the row pass's 8 x 4 fragment loads).
+// Input tile pitch in elements: room for the window's last 16-byte load (and, with nd > 0, for
+// the last chunk of a tensor-core row pass with nd band chunks), odd in 16-byte units
+// (conflict-free 16-byte row reads; also conflict-free for the row pass's 8 x 4 fragment loads).
 template <class S>
-__host__ __device__ inline int fused_in_pitch(int kw, bool tc) {
+__host__ __device__ inline int fused_in_pitch(int kw, int nd) {
   int need = FW + kw - 1 + kVec<S>;
-  if (tc) need = need > 8 * band_chunks(kw) + 56 ? need : 8 * band_chunks(kw) + 56;
+  if (nd > 0 && 8 * nd + 56 > need) need = 8 * nd + 56;
   const int units = (need + kVec<S> - 1) / kVec<S>;
   return (units | 1) * kVec<S>;
 }
 
-// T rows in shared memory: FOH + kh - 1, and up to the last chunk a tensor-core column pass reads.
-__host__ __device__ inline int fused_t_rows(int kh, bool tc) {
+// T rows in shared memory: FOH + kh - 1, and up to the last chunk a tensor-core column pass with
+// nd band chunks reads.
+__host__ __device__ inline int fused_t_rows(int kh, int nd) {
   const int rows = FOH + kh - 1;
-  return tc && 8 * band_chunks(kh) + 56 > rows ? 8 * band_chunks(kh) + 56 : rows;
+  return nd > 0 && 8 * nd + 56 > rows ? 8 * nd + 56 : rows;
 }
 
 template <class E>
@@ -217,13 +218,13 @@ struct FusedCoef {  // passed by value: lives in the kernel's constant parameter
   E b[FMAX];
 };
 
+// nd: band chunks of the tensor-core passes (0: FFMA passes).
 template <Precision P>
-std::size_t fused_smem(int kh, int kw, bool tc) {
+std::size_t fused_smem(int kh, int kw, int nd) {
   using S = typename Prec<P>::Store;
-  const std::size_t pt = tc ? kPitchT<true> : kPitchT<false>;
-  return FG * fused_in_pitch<S>(kw, tc) * sizeof(S) +
-         fused_t_rows(kh, tc) * pt * sizeof(typename Prec<P>::Elem) +
-         (tc ? (band_chunks(kh) + band_chunks(kw)) * 32 * sizeof(uint4) : 0);
+  const std::size_t pt = nd > 0 ? kPitchT<true> : kPitchT<false>;
+  return FG * fused_in_pitch<S>(kw, nd) * sizeof(S) +
+         fused_t_rows(kh, nd) * pt * sizeof(typename Prec<P>::Elem) + 2 * nd * 32 * sizeof(uint4);
 }
 
 template <class E, int N>
@@ -322,23 +323,23 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
   static_assert(T::W == 1, "fused_pass is for scalar precisions");
   static_assert(!TC || kTcPrec<P>, "tensor-core passes are fp32 / tf32");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw, TC);
-  const int t_rows = fused_t_rows(kh, TC), ndh = band_chunks(kh), ndw = band_chunks(kw);
+  // Tensor-core passes: ND band chunks for both (compile-time: no per-MMA guards); the plan
+  // takes them only when kh and kw need ND or ND - 1 chunks.
+  constexpr int ND = TC ? NC + 1 : 0;
+  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw, ND);
+  const int t_rows = fused_t_rows(kh, ND);
   Store* sin = reinterpret_cast<Store*>(smem_raw);    // FG image rows x pitch
   Vec* st = reinterpret_cast<Vec*>(sin + FG * pitch);  // t_rows T rows x PT
   uint4* band_b = reinterpret_cast<uint4*>(st + t_rows * PT);  // tensor-core bands (TC only)
-  uint4* band_a = band_b + ndw * 32;
+  uint4* band_a = band_b + ND * 32;
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
   const int xb = blockIdx.x * FW, ys = blockIdx.y * seg;
   const int y_end = min(oh, ys + seg);
   if (ys >= y_end) return;
   const int steps = (y_end - ys + FOH - 1) / FOH;
-  // Tensor-core passes run until a tile holds a non-finite value (or |x| >= 2^126); from then
-  // on this block uses the FFMA passes, whose NaN/inf reach only their own windows.
-  bool tc_ok = TC;
   if constexpr (TC) {
-    build_band(band_b, cf.b, kw, ndw, tid);
-    build_band(band_a, cf.a, kh, ndh, tid);
+    build_band(band_b, cf.b, kw, ND, tid, BX * BY);
+    build_band(band_a, cf.a, kh, ND, tid, BX * BY);
     // The passes read whole 8-wide chunks: columns past the window and T rows past FOH + kh - 1
     // meet zero taps but must be finite.
     for (int i = tid; i < FG * pitch; i += BX * BY) sin[i] = 0.0f;
@@ -396,30 +397,23 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
       __syncthreads();  // sin holds group g; the shift is done
       const int d = s == 0 ? g * FG : kh - 1;
       const int n = s == 0 ? imin(FG, FOH + kh - 1 - g * FG) : FG;
-      bool stored = false;
-      if constexpr (TC) {
-        if (tc_ok) {  // T rows d + 16 wl + {g, g + 8}, columns 32 wo + 8 p + 2 q + {0, 1}
-          float acc[kBandGroups][4] = {};
-          const bool bad = band_filter<SPLIT, NC + 1>(acc, sin + 16 * wl * pitch + 32 * wo, pitch,
-                                                      1, band_b, ndw);
-          tc_ok = !__syncthreads_or(bad);
-          if (tc_ok) {
-            const int r0 = 16 * wl + fg;
-            float* dst = st + (d + r0) * PT + 32 * wo + 2 * fq;
+      if constexpr (TC) {  // T rows d + 16 wl + {g, g + 8}, columns 32 wo + 8 p + 2 q + {0, 1}
+        float acc[kBandGroups][4] = {};
+        const Store* src = sin + 16 * wl * pitch + 32 * wo;
+        if (__any_sync(~0u, band_filter<SPLIT, ND>(acc, src, pitch, 1, band_b)))
+          band_direct(acc, src, pitch, 1, cf.b, kw, [](float x) { return T::load(x); });
+        const int r0 = 16 * wl + fg;
+        float* dst = st + (d + r0) * PT + 32 * wo + 2 * fq;
 #pragma unroll
-            for (int p = 0; p < kBandGroups; ++p) {
-              if (r0 < n)
-                *reinterpret_cast<float2*>(dst + 8 * p) =
-                    make_float2(T::round(acc[p][0]), T::round(acc[p][1]));
-              if (r0 + 8 < n)
-                *reinterpret_cast<float2*>(dst + 8 * PT + 8 * p) =
-                    make_float2(T::round(acc[p][2]), T::round(acc[p][3]));
-            }
-            stored = true;
-          }
+        for (int p = 0; p < kBandGroups; ++p) {
+          if (r0 < n)
+            *reinterpret_cast<float2*>(dst + 8 * p) =
+                make_float2(T::round(acc[p][0]), T::round(acc[p][1]));
+          if (r0 + 8 < n)
+            *reinterpret_cast<float2*>(dst + 8 * PT + 8 * p) =
+                make_float2(T::round(acc[p][2]), T::round(acc[p][3]));
         }
-      }
-      if (!stored) {
+      } else {
         Vec acc[FR];
 #pragma unroll
         for (int j = 0; j < FR; ++j) acc[j] = T::zero();
@@ -453,37 +447,30 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
       else if (last) put(N{}, Y{}, N{});
       else put(N{}, N{}, N{});
     };
-    bool emitted = false;
-    if constexpr (TC) {
-      if (tc_ok) {  // outputs: columns 16 wl + {g, g + 8}, rows 32 wo + 8 p + 2 q + {0, 1}
-        float acc[kBandGroups][4] = {};
-        const bool bad = band_filter<SPLIT, NC + 1>(acc, st + 32 * wo * PT + 16 * wl, 1, PT,
-                                                    band_a, ndh);
-        tc_ok = !__syncthreads_or(bad);
-        if (tc_ok) {
-          const int x = xb + 16 * wl + fg, yl = 32 * wo + 2 * fq;
-          auto put = [&](auto f, auto l, auto full) {
-            constexpr bool F = decltype(f)::value, L = decltype(l)::value;
-            Store* o = out + static_cast<std::int64_t>(y + yl) * out_stride + x;
-            Vec* sm = sum + static_cast<std::int64_t>(y + yl) * sum_stride + x;
+    if constexpr (TC) {  // outputs: columns 16 wl + {g, g + 8}, rows 32 wo + 8 p + 2 q + {0, 1}
+      float acc[kBandGroups][4] = {};
+      const Vec* src = st + 32 * wo * PT + 16 * wl;
+      if (__any_sync(~0u, band_filter<SPLIT, ND>(acc, src, 1, PT, band_a)))
+        band_direct(acc, src, 1, PT, cf.a, kh, [](float x) { return x; });
+      const int x = xb + 16 * wl + fg, yl = 32 * wo + 2 * fq;
+      auto put = [&](auto f, auto l, auto full) {
+        constexpr bool F = decltype(f)::value, L = decltype(l)::value;
+        Store* o = out + static_cast<std::int64_t>(y + yl) * out_stride + x;
+        Vec* sm = sum + static_cast<std::int64_t>(y + yl) * sum_stride + x;
 #pragma unroll
-            for (int p = 0; p < kBandGroups; ++p) {
+        for (int p = 0; p < kBandGroups; ++p) {
 #pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                const int dy = e & 1, dx = 8 * (e >> 1);
-                if (decltype(full)::value || (yl + 8 * p + dy < rows_left && x + dx < ow))
-                  emit<P, F, L>(acc[p][e], sm + dy * sum_stride + dx, o + dy * out_stride + dx);
-              }
-              o += 8 * out_stride;
-              sm += 8 * sum_stride;
-            }
-          };
-          dispatch(put, rows_left >= FOH && xb + FW <= ow);
-          emitted = true;
+          for (int e = 0; e < 4; ++e) {
+            const int dy = e & 1, dx = 8 * (e >> 1);
+            if (decltype(full)::value || (yl + 8 * p + dy < rows_left && x + dx < ow))
+              emit<P, F, L>(acc[p][e], sm + dy * sum_stride + dx, o + dy * out_stride + dx);
+          }
+          o += 8 * out_stride;
+          sm += 8 * sum_stride;
         }
-      }
-    }
-    if (!emitted) {
+      };
+      dispatch(put, rows_left >= FOH && xb + FW <= ow);
+    } else {
       Vec acc[FR];
 #pragma unroll
       for (int j = 0; j < FR; ++j) acc[j] = T::zero();
@@ -707,9 +694,10 @@ class SeparablePlan final : public CudaPlan {
   // Both passes on the tensor cores (fp32 by 3xTF32, tf32 directly) from TC_MIN_TAPS taps on:
   // below that the band's zeros cost more than the FFMAs they replace (measured on the H100,
   // see the benchmark notes). TENSORCONV_SEPARABLE_TC=0/1 forces either form.
-  static constexpr std::int64_t TC_MIN_TAPS = 9;
-  static bool use_tc(std::int64_t kh, std::int64_t kw) {
-    if (!kTcPrec<P>) return false;
+  // Both passes run nd band chunks (the longer side's), so a much shorter side would waste them.
+  static constexpr int TC_MIN_TAPS = 9;
+  static bool use_tc(int kh, int kw, int nd) {
+    if (!kTcPrec<P> || band_chunks(std::min(kh, kw)) < nd - 1) return false;
     if (const char* e = std::getenv("TENSORCONV_SEPARABLE_TC")) return e[0] == '1';
     return std::max(kh, kw) >= TC_MIN_TAPS;
   }
@@ -720,9 +708,9 @@ class SeparablePlan final : public CudaPlan {
     int optin = 0;
     TC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device()));
     const int nc = static_cast<int>((std::max(kh_, kw_) + FCH - 1) / FCH);
-    tc_ = use_tc(kh_, kw_) &&
-          fused_smem<P>(static_cast<int>(kh_), static_cast<int>(kw_), true) <= static_cast<std::size_t>(optin);
-    smem_ = fused_smem<P>(static_cast<int>(kh_), static_cast<int>(kw_), tc_);
+    const int kh = static_cast<int>(kh_), kw = static_cast<int>(kw_);
+    tc_ = use_tc(kh, kw, nc + 1) && fused_smem<P>(kh, kw, nc + 1) <= static_cast<std::size_t>(optin);
+    smem_ = fused_smem<P>(kh, kw, tc_ ? nc + 1 : 0);
     if (smem_ > static_cast<std::size_t>(optin)) return false;
     if constexpr (kTcPrec<P>) {
       kern_ = tc_ ? fused_kernel<P, true>(nc) : fused_kernel<P, false>(nc);

@@ -24,46 +24,44 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], 
   asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
       "{%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1)
-      : "memory");  // keeps the next chunk's loads after this MMA: hoisting them all spills
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // Chunks d of the band in B-fragment order, one uint4 per lane: {hi(b0), hi(b1), lo(b0), lo(b1)}
 // with b0 = Band_d[q][g], b1 = Band_d[q + 4][g] (g = lane / 4, q = lane % 4). Built once per block
-// by threads tid < nd * 32; `coef` has `len` taps.
+// by the block's `threads` threads; `coef` has `len` taps.
 template <class Coef>
 __device__ __forceinline__ void build_band(uint4* band, const Coef& coef, int len, int nd,
-                                           int tid) {
-  if (tid >= nd * 32) return;
-  const int d = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
+                                           int tid, int threads) {
   auto tap = [&](int i) { return i >= 0 && i < len ? static_cast<float>(coef[i]) : 0.0f; };
-  const float c0 = tap(8 * d + q - g), c1 = tap(8 * d + q + 4 - g);
-  const unsigned h0 = tf32_bits(c0), h1 = tf32_bits(c1);
-  band[tid] = make_uint4(h0, h1, tf32_bits(c0 - __uint_as_float(h0)),
+  for (int i = tid; i < nd * 32; i += threads) {
+    const int d = i >> 5, lane = i & 31, g = lane >> 2, q = lane & 3;
+    const float c0 = tap(8 * d + q - g), c1 = tap(8 * d + q + 4 - g);
+    const unsigned h0 = tf32_bits(c0), h1 = tf32_bits(c1);
+    band[i] = make_uint4(h0, h1, tf32_bits(c0 - __uint_as_float(h0)),
                          tf32_bits(c1 - __uint_as_float(h1)));
+  }
 }
 
 // acc[p] += the 16 x 8 outputs of group p (fragment layout of mma m16n8k8: acc[p][0..3] =
 // D[g][2q], D[g][2q + 1], D[g + 8][2q], D[g + 8][2q + 1]). data[m][i] = src[m * sm + i * si]
-// for i < 8 * (kBandGroups + nd - 1); the band has nd <= ND chunks. SPLIT = 3 (fp32, 3xTF32)
-// or 1 (tf32: the data are tf32 already, one MMA). Returns true if a datum is not finite or
-// |x| >= 2^126: the caller must not use acc then (inf * 0 in the band's zeros gives NaN where
-// the direct sum does not; tf32_bits overflows), and falls back to FFMAs.
+// for i < 8 * (kBandGroups + ND - 1); the band has ND chunks (zero past the kernel's taps).
+// SPLIT = 3 (fp32, 3xTF32) or 1 (tf32: the data are tf32 already, one MMA). Returns true (in
+// this lane) if a datum is not finite or |x| >= 2^126: acc must not be used then (inf * 0 in the
+// band's zeros gives NaN where the direct sum does not; tf32_bits overflows): see band_direct.
 template <int SPLIT, int ND>
 __device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const float* src,
-                                            int sm, int si, const uint4* band, int nd) {
+                                            int sm, int si, const uint4* band) {
   static_assert(SPLIT == 1 || SPLIT == 3, "3xTF32 or one tf32 product");
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
   uint4 bf[ND];
 #pragma unroll
-  for (int d = 0; d < ND; ++d)
-    if (d < nd) bf[d] = band[d * 32 + lane];
+  for (int d = 0; d < ND; ++d) bf[d] = band[d * 32 + lane];
   const float* s0 = src + g * sm + q * si;
   const float* s8 = s0 + 8 * sm;
   bool bad = false;
 #pragma unroll
   for (int j = 0; j < kBandGroups + ND - 1; ++j) {
-    if (j >= kBandGroups - 1 + nd) break;  // uniform: the last chunk of the last group
     const float x[4] = {s0[8 * j * si], s8[8 * j * si], s0[(8 * j + 4) * si], s8[(8 * j + 4) * si]};
     unsigned hi[4], lo[4];
 #pragma unroll
@@ -72,18 +70,41 @@ __device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const 
       hi[e] = tf32_bits(x[e]);
       lo[e] = __float_as_uint(x[e] - __uint_as_float(hi[e]));  // the MMA truncates it to tf32
     }
+    // Small terms first; the groups' MMAs interleaved, so that each depends on the one issued
+    // four MMAs earlier, not the one before.
 #pragma unroll
-    for (int p = 0; p < kBandGroups; ++p) {
-      const int d = j - p;
-      if (d < 0 || d >= ND || d >= nd) continue;
-      if (SPLIT == 3) {  // small terms first
-        mma_tf32(acc[p], lo, bf[d].x, bf[d].y);
-        mma_tf32(acc[p], hi, bf[d].z, bf[d].w);
+    for (int term = 3 - SPLIT; term < 3; ++term) {
+#pragma unroll
+      for (int p = 0; p < kBandGroups; ++p) {
+        const int d = j - p;
+        if (d < 0 || d >= ND) continue;  // compile-time
+        if (term == 0) mma_tf32(acc[p], lo, bf[d].x, bf[d].y);
+        else if (term == 1) mma_tf32(acc[p], hi, bf[d].z, bf[d].w);
+        else mma_tf32(acc[p], hi, bf[d].x, bf[d].y);
       }
-      mma_tf32(acc[p], hi, bf[d].x, bf[d].y);
     }
   }
   return bad;
+}
+
+// The same outputs in the same layout by direct FMAs over the `len` taps (load() applies the
+// precision's operand rounding): the fallback of a warp whose data band_filter refused, so that
+// NaN/inf reach only their own windows. Rare, so kept short rather than fast.
+template <class Coef, class Load>
+__device__ __forceinline__ void band_direct(float (&acc)[kBandGroups][4], const float* src, int sm,
+                                         int si, const Coef& coef, int len, Load load) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int p = 0; p < kBandGroups; ++p) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float* x = src + (g + 8 * (e >> 1)) * sm + (8 * p + 2 * q + (e & 1)) * si;
+      float s = 0.0f;
+#pragma unroll 1
+      for (int k = 0; k < len; ++k) s = fmaf(load(x[k * si]), static_cast<float>(coef[k]), s);
+      acc[p][e] = s;
+    }
+  }
 }
 
 }  // namespace cuda
