@@ -305,9 +305,9 @@ __device__ __forceinline__ void fused_taps(Vec (&acc)[FR], int n, const E (&coef
 
 // Blocks per SM the register allocation must allow (else the fully unrolled taps hoist every
 // load and use ~200 registers).
-// The tensor-core passes' fragments take ~48 (tf32) to ~77 (3xTF32) registers on their own.
+// (The tensor-core passes fit too: their band chunks are loaded as the data chunks reach them.)
 template <Precision P, bool TC>
-constexpr int fused_min_blocks() { return P == Precision::fp64 || TC ? 2 : 3; }
+constexpr int fused_min_blocks() { return P == Precision::fp64 ? 2 : 3; }
 
 template <Precision P, int NC, bool TC>
 __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())

@@ -54,14 +54,13 @@ __device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const 
                                             int sm, int si, const uint4* band) {
   static_assert(SPLIT == 1 || SPLIT == 3, "3xTF32 or one tf32 product");
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-  uint4 bf[ND];
-#pragma unroll
-  for (int d = 0; d < ND; ++d) bf[d] = band[d * 32 + lane];
+  uint4 bf[ND];  // chunk d is loaded for data chunk j = d and last used at j = d + 3
   const float* s0 = src + g * sm + q * si;
   const float* s8 = s0 + 8 * sm;
   bool bad = false;
 #pragma unroll
   for (int j = 0; j < kBandGroups + ND - 1; ++j) {
+    if (j < ND) bf[j] = band[j * 32 + lane];
     const float x[4] = {s0[8 * j * si], s8[8 * j * si], s0[(8 * j + 4) * si], s8[(8 * j + 4) * si]};
     unsigned hi[4], lo[4];
 #pragma unroll
