@@ -48,7 +48,7 @@ for ph in $PHASES; do
     ncu_sep)  # separable's fused pass, fp32 Gaussian k=55: where the time goes
       timeout ${NCU_S:-120} ncu --section SpeedOfLight --section WarpStateStats \
         --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats \
-        --metrics sass__inst_executed_per_opcode,smsp__issue_active.avg.pct_of_peak_sustained_active \
+        --metrics sass__inst_executed_per_opcode,smsp__issue_active.avg.pct_of_peak_sustained_active,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
         -k regex:fused_pass -c 1 python3 benchmarks/ncu_gpu_core.py > "$OUT/ncu_sep.txt" 2>&1
       echo "ncu_sep rc=$? ($(( $(date +%s) - t0 )) s)" ;;
     bench)
