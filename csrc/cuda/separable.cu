@@ -305,8 +305,8 @@ __device__ __forceinline__ void fused_taps(Vec (&acc)[FR], int n, const E (&coef
 
 // Blocks per SM the register allocation must allow (else the fully unrolled taps hoist every
 // load and use ~200 registers).
-// The tensor-core passes hold their band and two accumulator sets (3 blocks/SM, their band
-// chunks loaded as the data reached them, measured 3 % slower than 2 blocks/SM).
+// The tensor-core passes hold their whole band (3xTF32: ~77 registers in band_filter alone):
+// 2 blocks/SM (3, with the band loaded chunk by chunk, measured 0.113 against 0.110 ms).
 template <Precision P, bool TC>
 constexpr int fused_min_blocks() { return P == Precision::fp64 || TC ? 2 : 3; }
 
@@ -692,15 +692,17 @@ class SeparablePlan final : public CudaPlan {
     return kh <= FMAX && kw <= FMAX && !(e && e[0] == '0');
   }
 
-  // Both passes on the tensor cores (fp32 by 3xTF32, tf32 directly) from TC_MIN_TAPS taps on:
-  // below that the band's zeros cost more than the FFMAs they replace (measured on the H100,
-  // see the benchmark notes). TENSORCONV_SEPARABLE_TC=0/1 forces either form.
-  // Both passes run nd band chunks (the longer side's), so a much shorter side would waste them.
-  static constexpr int TC_MIN_TAPS = 9;
+  // Both passes on the tensor cores (fp32 by 3xTF32, tf32 directly) from tc_min_taps() on:
+  // below that the band's zeros and the operand splits cost more than the FFMAs they replace
+  // (H100, Gaussians at 4096^2: fp32 k = 25 0.085 vs 0.081 ms FFMA, k = 35 0.096 vs 0.098,
+  // k = 55 0.110 vs 0.124; tf32 k = 15 0.074 vs 0.075, k = 25 0.070 vs 0.091).
+  // TENSORCONV_SEPARABLE_TC=0/1 forces either form. Both passes run nd band chunks (the longer
+  // side's), so a much shorter side would waste them.
+  static constexpr int tc_min_taps() { return P == Precision::fp32 ? 33 : 13; }
   static bool use_tc(int kh, int kw, int nd) {
     if (!kTcPrec<P> || band_chunks(std::min(kh, kw)) < nd - 1) return false;
     if (const char* e = std::getenv("TENSORCONV_SEPARABLE_TC")) return e[0] == '1';
-    return std::max(kh, kw) >= TC_MIN_TAPS;
+    return std::max(kh, kw) >= tc_min_taps();
   }
 
   // False (two-pass form instead) where the fused pass's shared memory does not fit the device

@@ -57,9 +57,6 @@ __device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const 
   uint4 bf[ND];
 #pragma unroll
   for (int d = 0; d < ND; ++d) bf[d] = band[d * 32 + lane];
-  // The small terms (lo * c_hi + hi * c_lo) go to their own accumulators: twice the
-  // independent MMA chains (the groups at the data's ends have few).
-  float cross[kBandGroups][4] = {};
   const float* s0 = src + g * sm + q * si;
   const float* s8 = s0 + 8 * sm;
   bool bad = false;
@@ -73,24 +70,19 @@ __device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const 
       hi[e] = tf32_bits(x[e]);
       lo[e] = __float_as_uint(x[e] - __uint_as_float(hi[e]));  // the MMA truncates it to tf32
     }
-    // The groups' MMAs interleaved, so that each depends on one issued several MMAs earlier.
+    // Small terms first; the groups' MMAs interleaved, so that each depends on the one issued
+    // four MMAs earlier, not the one before.
 #pragma unroll
     for (int term = 3 - SPLIT; term < 3; ++term) {
 #pragma unroll
       for (int p = 0; p < kBandGroups; ++p) {
         const int d = j - p;
         if (d < 0 || d >= ND) continue;  // compile-time
-        if (term == 0) mma_tf32(cross[p], lo, bf[d].x, bf[d].y);
-        else if (term == 1) mma_tf32(cross[p], hi, bf[d].z, bf[d].w);
+        if (term == 0) mma_tf32(acc[p], lo, bf[d].x, bf[d].y);
+        else if (term == 1) mma_tf32(acc[p], hi, bf[d].z, bf[d].w);
         else mma_tf32(acc[p], hi, bf[d].x, bf[d].y);
       }
     }
-  }
-  if (SPLIT == 3) {
-#pragma unroll
-    for (int p = 0; p < kBandGroups; ++p)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[p][e] += cross[p][e];
   }
   return bad;
 }
