@@ -6,7 +6,9 @@
 //
 // Row pass: T[t, x] = sum_v b[v] in[t, x + v]; column pass: out[y, x] (+)= sum_u a[u] T[y + u, x].
 // For kh, kw <= 64 and scalar precisions both run fused in one kernel with T in shared memory;
-// fp16 (half2 lanes) and larger kernels use a row-pass kernel and a column-pass kernel.
+// fp16 (half2 lanes) and larger kernels use a row-pass kernel and a column-pass kernel. The fused
+// passes can also run as banded products on the tf32 tensor cores (tf32_band.cuh): the default
+// for tf32 from 13 taps, fp32 (3xTF32) only on request (see use_tc).
 // T (and the running sum over the r terms) is held in the precision's compute type. T is a ring
 // of rows processed in bands when it would pass 1 GiB (TENSORCONV_SEPARABLE_BAND_MB sets the
 // size: bands small enough to keep T in L2 were measured slower on the H100, 2026-11-22).
@@ -692,17 +694,17 @@ class SeparablePlan final : public CudaPlan {
     return kh <= FMAX && kw <= FMAX && !(e && e[0] == '0');
   }
 
-  // Both passes on the tensor cores (fp32 by 3xTF32, tf32 directly) from tc_min_taps() on:
-  // below that the band's zeros and the operand splits cost more than the FFMAs they replace
-  // (H100, Gaussians at 4096^2: fp32 k = 25 0.085 vs 0.081 ms FFMA, k = 35 0.096 vs 0.098,
-  // k = 55 0.110 vs 0.124; tf32 k = 15 0.074 vs 0.075, k = 25 0.070 vs 0.091).
-  // TENSORCONV_SEPARABLE_TC=0/1 forces either form. Both passes run nd band chunks (the longer
-  // side's), so a much shorter side would waste them.
-  static constexpr int tc_min_taps() { return P == Precision::fp32 ? 33 : 13; }
+  // Both passes on the tensor cores: tf32 from 13 taps on, where they beat the FFMAs (H100,
+  // Gaussians at 4096^2: k = 15 0.074 vs 0.075 ms, 25 0.070 vs 0.091, 55 0.082 vs 0.141, same
+  // MAPE). fp32 (3xTF32) only when asked (TENSORCONV_SEPARABLE_TC=1): k = 55 0.110 vs 0.124 ms,
+  // but the tensor cores' fp32 accumulation truncates, and the Gaussian's MAPE grows from 8.3e-6
+  // to 9.9e-5 % (biased, not random): not the fp32 this method promises. TENSORCONV_SEPARABLE_TC=0
+  // keeps the FFMAs for tf32. Both passes run nd band chunks (the longer side's), so a much
+  // shorter side would waste them.
   static bool use_tc(int kh, int kw, int nd) {
     if (!kTcPrec<P> || band_chunks(std::min(kh, kw)) < nd - 1) return false;
     if (const char* e = std::getenv("TENSORCONV_SEPARABLE_TC")) return e[0] == '1';
-    return std::max(kh, kw) >= tc_min_taps();
+    return P == Precision::tf32 && std::max(kh, kw) >= 13;
   }
 
   // False (two-pass form instead) where the fused pass's shared memory does not fit the device

@@ -4,8 +4,10 @@
 // where A_j is the j-th 8-wide chunk of the data and Band_d[k][n] = coef[8d + k - n] (zero
 // outside the kernel), so the FMAs of a filter tap run on the tensor cores: one MMA does 1024
 // multiply-adds where an FFMA does 32. The band's zeros cost MMA work, which is cheap here.
-// fp32 keeps fp32-level accuracy by 3xTF32: x = hi + lo with hi the tf32 rounding of x, and
-// x*c ~ hi*c_hi + hi*c_lo + lo*c_hi (the dropped lo*c_lo and lo's truncation are ~2^-22 x*c).
+// fp32 data by 3xTF32: x = hi + lo with hi the tf32 rounding of x, and x*c ~ hi*c_hi + hi*c_lo +
+// lo*c_hi (the dropped lo*c_lo and lo's truncation are ~2^-22 x*c). The tensor cores' fp32
+// accumulation truncates, though: on long positive sums the error is a bias (H100, Gaussian
+// k = 55: MAPE 9.9e-5 % against 8.3e-6 % with FFMAs), so separable uses it for fp32 only on request.
 #pragma once
 #include <cuda_runtime.h>
 
