@@ -5,9 +5,7 @@
 // outside the kernel), so the FMAs of a filter tap run on the tensor cores: one MMA does 1024
 // multiply-adds where an FFMA does 32. The band's zeros cost MMA work, which is cheap here.
 // fp32 data by 3xTF32: x = hi + lo with hi the tf32 rounding of x, and x*c ~ hi*c_hi + hi*c_lo +
-// lo*c_hi (the dropped lo*c_lo and lo's truncation are ~2^-22 x*c). The tensor cores' fp32
-// accumulation truncates, though: on long positive sums the error is a bias (H100, Gaussian
-// k = 55: MAPE 9.9e-5 % against 8.3e-6 % with FFMAs), so separable uses it for fp32 only on request.
+// lo*c_hi (the dropped lo*c_lo and lo's truncation are ~2^-22 x*c); see band_filter for the sum.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -72,17 +70,35 @@ __device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const 
       hi[e] = tf32_bits(x[e]);
       lo[e] = __float_as_uint(x[e] - __uint_as_float(hi[e]));  // the MMA truncates it to tf32
     }
-    // Small terms first; the groups' MMAs interleaved, so that each depends on the one issued
-    // four MMAs earlier, not the one before.
-#pragma unroll
-    for (int term = 3 - SPLIT; term < 3; ++term) {
+    if (SPLIT == 1) {  // tf32: the chunks accumulate in the MMA (its truncation is far below tf32's)
 #pragma unroll
       for (int p = 0; p < kBandGroups; ++p) {
         const int d = j - p;
-        if (d < 0 || d >= ND) continue;  // compile-time
-        if (term == 0) mma_tf32(acc[p], lo, bf[d].x, bf[d].y);
-        else if (term == 1) mma_tf32(acc[p], hi, bf[d].z, bf[d].w);
-        else mma_tf32(acc[p], hi, bf[d].x, bf[d].y);
+        if (d >= 0 && d < ND) mma_tf32(acc[p], hi, bf[d].x, bf[d].y);  // compile-time test
+      }
+    } else {
+      // 3xTF32: each chunk's three products start from zero (big term first) and join the sum
+      // by an FADD. The MMA's fp32 accumulation truncates, so a chain over all chunks biased
+      // long positive sums (Gaussian k = 55: MAPE 9.9e-5 % against 8.3e-6 % with FFMAs).
+      float part[kBandGroups][4];
+#pragma unroll
+      for (int term = 0; term < 3; ++term) {
+#pragma unroll
+        for (int p = 0; p < kBandGroups; ++p) {
+          const int d = j - p;
+          if (d < 0 || d >= ND) continue;  // compile-time
+          if (term == 0) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) part[p][e] = 0.0f;
+            mma_tf32(part[p], hi, bf[d].x, bf[d].y);
+          } else if (term == 1) {
+            mma_tf32(part[p], hi, bf[d].z, bf[d].w);
+          } else {
+            mma_tf32(part[p], lo, bf[d].x, bf[d].y);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[p][e] += part[p][e];
+          }
+        }
       }
     }
   }
