@@ -42,8 +42,7 @@ VARIANT_ENV = {"coefs=constant": ("TENSORCONV_NAIVE_SHMEM_COEFS", "constant"),
                # separable: tf32 with FFMA passes instead of the tensor-core banded ones, fp32
                # with the opt-in 3xTF32 tensor-core passes
                "ffma": ("TENSORCONV_SEPARABLE_TC", "0"),
-               "tc": ("TENSORCONV_SEPARABLE_TC", "1"),
-               "tc_col": ("TENSORCONV_SEPARABLE_TC", "col")}
+               "tc": ("TENSORCONV_SEPARABLE_TC", "1")}
 
 
 def gaussian(k):
@@ -166,10 +165,8 @@ def main(argv=None):
                         kinds.append(("random", "coefs=constant"))
                     if m.name == "separable" and prec in ("fp32", "fp64"):
                         kinds.append(("gaussian", "two_pass"))
-                    if m.name == "separable" and prec == "fp32":
-                        kinds += [("gaussian", "tc"), ("gaussian", "tc_col"), ("gaussian", "ffma")]
-                    if m.name == "separable" and prec == "tf32":
-                        kinds.append(("gaussian", "ffma"))
+                    if m.name == "separable" and prec in ("fp32", "tf32"):
+                        kinds.append(("gaussian", "tc" if prec == "fp32" else "ffma"))
                     kinds = [kv for kv in kinds if kv[0] in args.kinds.split(",")]
                     for kind, variant in kinds:
                         if out_of_time():

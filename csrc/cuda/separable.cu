@@ -7,8 +7,8 @@
 // Row pass: T[t, x] = sum_v b[v] in[t, x + v]; column pass: out[y, x] (+)= sum_u a[u] T[y + u, x].
 // For kh, kw <= 64 and scalar precisions both run fused in one kernel with T in shared memory;
 // fp16 (half2 lanes) and larger kernels use a row-pass kernel and a column-pass kernel. The fused
-// passes can also run as banded products on the tf32 tensor cores (tf32_band.cuh); tc_mode says
-// when.
+// passes can also run as banded products on the tf32 tensor cores (tf32_band.cuh): the default
+// for tf32 from 13 taps, fp32 (3xTF32) only on request (see use_tc).
 // T (and the running sum over the r terms) is held in the precision's compute type. T is a ring
 // of rows processed in bands when it would pass 1 GiB (TENSORCONV_SEPARABLE_BAND_MB sets the
 // size: bands small enough to keep T in L2 were measured slower on the H100, 2026-11-22).
@@ -182,11 +182,9 @@ static_assert(BX * BY == 256 && FG == 2 * BX && FOH == FG, "fused pass thread la
 static_assert(FG == 4 * 16 && FW == 2 * 8 * kBandGroups && FOH == 2 * 8 * kBandGroups,
               "tensor-core passes: 8 warps = 4 x 16 lines x 2 x 32 outputs");
 
-// The tensor-core form of the passes (tf32_band.cuh): fp32 by 3xTF32, tf32 by one product.
+// The tensor-core form of both passes (tf32_band.cuh): fp32 by 3xTF32, tf32 by one product.
 template <Precision P>
 constexpr bool kTcPrec = P == Precision::fp32 || P == Precision::tf32;
-// Which fused passes run on the tensor cores.
-enum TcMode : int { kTcNone = 0, kTcColumn = 1, kTcBoth = 2 };
 // T row pitch: FW + 4 keeps the row pass's 16-byte stores conflict-free; the tensor-core column
 // pass reads 4 rows x 8 columns per load, conflict-free when the pitch is 8 (mod 32) words.
 template <bool TC>
@@ -222,15 +220,13 @@ struct FusedCoef {  // passed by value: lives in the kernel's constant parameter
   E b[FMAX];
 };
 
-// nd: band chunks of the tensor-core passes (mode kTcNone: FFMA passes).
+// nd: band chunks of the tensor-core passes (0: FFMA passes).
 template <Precision P>
-std::size_t fused_smem(int kh, int kw, int mode, int nd) {
+std::size_t fused_smem(int kh, int kw, int nd) {
   using S = typename Prec<P>::Store;
-  const int ndr = mode == kTcBoth ? nd : 0, ndc = mode != kTcNone ? nd : 0;
-  const std::size_t pt = ndc > 0 ? kPitchT<true> : kPitchT<false>;
-  return FG * fused_in_pitch<S>(kw, ndr) * sizeof(S) +
-         fused_t_rows(kh, ndc) * pt * sizeof(typename Prec<P>::Elem) +
-         (ndr + ndc) * 32 * sizeof(uint4);
+  const std::size_t pt = nd > 0 ? kPitchT<true> : kPitchT<false>;
+  return FG * fused_in_pitch<S>(kw, nd) * sizeof(S) +
+         fused_t_rows(kh, nd) * pt * sizeof(typename Prec<P>::Elem) + 2 * nd * 32 * sizeof(uint4);
 }
 
 template <class E, int N>
@@ -313,11 +309,11 @@ __device__ __forceinline__ void fused_taps(Vec (&acc)[FR], int n, const E (&coef
 // load and use ~200 registers).
 // The tensor-core passes hold their whole band (3xTF32: ~77 registers in band_filter alone):
 // 2 blocks/SM (3, with the band loaded chunk by chunk, measured 0.113 against 0.110 ms).
-template <Precision P, int TCM>
-constexpr int fused_min_blocks() { return P == Precision::fp64 || TCM != kTcNone ? 2 : 3; }
+template <Precision P, bool TC>
+constexpr int fused_min_blocks() { return P == Precision::fp64 || TC ? 2 : 3; }
 
-template <Precision P, int NC, int TCM>
-__global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TCM>())
+template <Precision P, int NC, bool TC>
+__global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
     fused_pass(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
                int iw, int oh, int ow, int seg, typename Prec<P>::Elem* sum,
                std::int64_t sum_stride, typename Prec<P>::Store* out, std::int64_t out_stride,
@@ -326,33 +322,30 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TCM>())
   using T = Prec<P>;
   using Vec = typename T::Vec;
   using Store = typename T::Store;
-  constexpr bool TCR = TCM == kTcBoth, TCC = TCM != kTcNone;  // row / column pass on the TCs
-  constexpr int V = kVec<Store>, PT = kPitchT<TCC>;
+  constexpr int V = kVec<Store>, PT = kPitchT<TC>;
   static_assert(T::W == 1, "fused_pass is for scalar precisions");
-  static_assert(!TCC || kTcPrec<P>, "tensor-core passes are fp32 / tf32");
+  static_assert(!TC || kTcPrec<P>, "tensor-core passes are fp32 / tf32");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // Tensor-core passes: ND band chunks for both (compile-time: no per-MMA guards); the plan
   // takes them only when kh and kw need ND or ND - 1 chunks.
-  constexpr int ND = TCC ? NC + 1 : 0, NDR = TCR ? ND : 0;
-  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw, NDR);
+  constexpr int ND = TC ? NC + 1 : 0;
+  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw, ND);
   const int t_rows = fused_t_rows(kh, ND);
   Store* sin = reinterpret_cast<Store*>(smem_raw);    // FG image rows x pitch
   Vec* st = reinterpret_cast<Vec*>(sin + FG * pitch);  // t_rows T rows x PT
   uint4* band_b = reinterpret_cast<uint4*>(st + t_rows * PT);  // tensor-core bands (TC only)
-  uint4* band_a = band_b + NDR * 32;
+  uint4* band_a = band_b + ND * 32;
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
   const int xb = blockIdx.x * FW, ys = blockIdx.y * seg;
   const int y_end = min(oh, ys + seg);
   if (ys >= y_end) return;
   const int steps = (y_end - ys + FOH - 1) / FOH;
-  if constexpr (TCC) {
+  if constexpr (TC) {
+    build_band(band_b, cf.b, kw, ND, tid, BX * BY);
+    build_band(band_a, cf.a, kh, ND, tid, BX * BY);
     // The passes read whole 8-wide chunks: columns past the window and T rows past FOH + kh - 1
     // meet zero taps but must be finite.
-    if constexpr (TCR) {
-      build_band(band_b, cf.b, kw, ND, tid, BX * BY);
-      for (int i = tid; i < FG * pitch; i += BX * BY) sin[i] = 0.0f;
-    }
-    build_band(band_a, cf.a, kh, ND, tid, BX * BY);
+    for (int i = tid; i < FG * pitch; i += BX * BY) sin[i] = 0.0f;
     for (int i = (FOH + kh - 1) * PT + tid; i < t_rows * PT; i += BX * BY) st[i] = 0.0f;
     __syncthreads();
   }
@@ -407,7 +400,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TCM>())
       __syncthreads();  // sin holds group g; the shift is done
       const int d = s == 0 ? g * FG : kh - 1;
       const int n = s == 0 ? imin(FG, FOH + kh - 1 - g * FG) : FG;
-      if constexpr (TCR) {  // T rows d + 16 wl + {g, g + 8}, columns 32 wo + 8 p + 2 q + {0, 1}
+      if constexpr (TC) {  // T rows d + 16 wl + {g, g + 8}, columns 32 wo + 8 p + 2 q + {0, 1}
         float acc[kBandGroups][4] = {};
         const Store* src = sin + 16 * wl * pitch + 32 * wo;
         if (__any_sync(~0u, band_filter<SPLIT, ND>(acc, src, pitch, 1, band_b)))
@@ -457,7 +450,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TCM>())
       else if (last) put(N{}, Y{}, N{});
       else put(N{}, N{}, N{});
     };
-    if constexpr (TCC) {  // outputs: columns 16 wl + {g, g + 8}, rows 32 wo + 8 p + 2 q + {0, 1}
+    if constexpr (TC) {  // outputs: columns 16 wl + {g, g + 8}, rows 32 wo + 8 p + 2 q + {0, 1}
       float acc[kBandGroups][4] = {};
       const Vec* src = st + 32 * wo * PT + 16 * wl;
       if (__any_sync(~0u, band_filter<SPLIT, ND>(acc, src, 1, PT, band_a)))
@@ -520,16 +513,16 @@ struct FusedPtr {
 };
 template <Precision P>
 struct FusedPtr<P, true> {
-  using type = decltype(&fused_pass<P, 1, kTcNone>);
+  using type = decltype(&fused_pass<P, 1, false>);
 };
 
 // The fused kernel for NC = ceil(max(kh, kw) / 8) chunks of taps, picked at run time.
-template <Precision P, int TCM, int NC = 1>
-auto fused_kernel(int nc) -> decltype(&fused_pass<P, 1, kTcNone>) {
+template <Precision P, bool TC, int NC = 1>
+auto fused_kernel(int nc) -> decltype(&fused_pass<P, 1, false>) {
   if constexpr (NC < FMAX / FCH) {
-    if (nc > NC) return fused_kernel<P, TCM, NC + 1>(nc);
+    if (nc > NC) return fused_kernel<P, TC, NC + 1>(nc);
   }
-  return &fused_pass<P, NC, TCM>;
+  return &fused_pass<P, NC, TC>;
 }
 
 // ---- host: rank-revealing decomposition ----------------------------------------------------
@@ -701,22 +694,18 @@ class SeparablePlan final : public CudaPlan {
     return kh <= FMAX && kw <= FMAX && !(e && e[0] == '0');
   }
 
-  // Tensor-core passes (tf32_band.cuh), measured on the H100 with Gaussians at 4096^2:
-  //  - tf32, both passes from 13 taps on: k = 15 0.074 vs 0.075 ms FFMA, 25 0.070 vs 0.091,
-  //    55 0.082 vs 0.141, same MAPE;
-  //  - fp32 (3xTF32, each chunk's products summed by FADD, see band_filter): the column pass
-  //    from COL_MIN taps on (see the benchmark notes); both passes only on request, as
-  //    they gained nothing over the FFMAs (k = 55 0.125 vs 0.127 ms, MAPE 2.6e-5 vs 8.3e-6 %).
-  // TENSORCONV_SEPARABLE_TC = 0 (FFMA), col (column pass) or 1 (both) forces a form. Both
-  // passes run nd band chunks (the longer side's), so a much shorter side would waste them.
-  static int tc_mode(int kh, int kw, int nd) {
-    if (!kTcPrec<P> || band_chunks(std::min(kh, kw)) < nd - 1) return kTcNone;
-    if (const char* e = std::getenv("TENSORCONV_SEPARABLE_TC"))
-      return e[0] == '1' ? kTcBoth : e[0] == 'c' ? kTcColumn : kTcNone;
-    if (P == Precision::tf32) return std::max(kh, kw) >= 13 ? kTcBoth : kTcNone;
-    return std::max(kh, kw) >= COL_MIN ? kTcColumn : kTcNone;
+  // Both passes on the tensor cores: tf32 from 13 taps on, where they beat the FFMAs (H100,
+  // Gaussians at 4096^2: k = 15 0.074 vs 0.075 ms, 25 0.070 vs 0.091, 55 0.082 vs 0.141, same
+  // MAPE). fp32 (3xTF32) only when asked (TENSORCONV_SEPARABLE_TC=1): k = 55 0.110 vs 0.124 ms,
+  // but the tensor cores' fp32 accumulation truncates, and the Gaussian's MAPE grows from 8.3e-6
+  // to 9.9e-5 % (biased, not random): not the fp32 this method promises. TENSORCONV_SEPARABLE_TC=0
+  // keeps the FFMAs for tf32. Both passes run nd band chunks (the longer side's), so a much
+  // shorter side would waste them.
+  static bool use_tc(int kh, int kw, int nd) {
+    if (!kTcPrec<P> || band_chunks(std::min(kh, kw)) < nd - 1) return false;
+    if (const char* e = std::getenv("TENSORCONV_SEPARABLE_TC")) return e[0] == '1';
+    return P == Precision::tf32 && std::max(kh, kw) >= 13;
   }
-  static constexpr int COL_MIN = 1000;  // set from the measurements
 
   // False (two-pass form instead) where the fused pass's shared memory does not fit the device
   // (it needs up to ~136 KB in fp64 at 64 taps; consumer GPUs offer ~100 KB per block).
@@ -728,18 +717,14 @@ class SeparablePlan final : public CudaPlan {
     // Not for the exact row decomposition (r = min(kh, kw) terms): its unit-vector factors
     // would fill whole bands with zeros (tf32 random k = 55: 15.4 against 11.9 ms).
     const bool low_rank = r_ == 1 || r_ < std::min(kh, kw);
-    int mode = low_rank ? tc_mode(kh, kw, nc + 1) : kTcNone;
-    if (fused_smem<P>(kh, kw, mode, nc + 1) > static_cast<std::size_t>(optin)) mode = kTcNone;
-    smem_ = fused_smem<P>(kh, kw, mode, nc + 1);
+    tc_ = low_rank && use_tc(kh, kw, nc + 1) &&
+          fused_smem<P>(kh, kw, nc + 1) <= static_cast<std::size_t>(optin);
+    smem_ = fused_smem<P>(kh, kw, tc_ ? nc + 1 : 0);
     if (smem_ > static_cast<std::size_t>(optin)) return false;
-    if constexpr (P == Precision::fp32) {
-      kern_ = mode == kTcBoth     ? fused_kernel<P, kTcBoth>(nc)
-              : mode == kTcColumn ? fused_kernel<P, kTcColumn>(nc)
-                                  : fused_kernel<P, kTcNone>(nc);
-    } else if constexpr (P == Precision::tf32) {  // no column-only form: not worth its build
-      kern_ = mode != kTcNone ? fused_kernel<P, kTcBoth>(nc) : fused_kernel<P, kTcNone>(nc);
+    if constexpr (kTcPrec<P>) {
+      kern_ = tc_ ? fused_kernel<P, true>(nc) : fused_kernel<P, false>(nc);
     } else {
-      kern_ = fused_kernel<P, kTcNone>(nc);
+      kern_ = fused_kernel<P, false>(nc);
     }
     // The rounded coefficients (as the device rounds operands) go to the launch parameters.
     std::vector<Elem> a(a_.bytes() / sizeof(Elem)), b(b_.bytes() / sizeof(Elem));
@@ -830,7 +815,7 @@ class SeparablePlan final : public CudaPlan {
 
  private:
   int r_ = 0;
-  bool fused_ = false;
+  bool fused_ = false, tc_ = false;
   std::size_t smem_ = 0;
   std::int64_t seg_ = 0, band_ = 0, ring_rows_ = 0;
   DeviceBuffer a_, b_, ring_, sum_;
