@@ -39,10 +39,8 @@ L2_BYTES = 50 << 20
 # Non-default forms timed beside the defaults (rows carry "variant").
 VARIANT_ENV = {"coefs=constant": ("TENSORCONV_NAIVE_SHMEM_COEFS", "constant"),
                "two_pass": ("TENSORCONV_SEPARABLE_FUSED", "0"),
-               # separable: tf32 with FFMA passes instead of the tensor-core banded ones, fp32
-               # with the opt-in 3xTF32 tensor-core passes
-               "ffma": ("TENSORCONV_SEPARABLE_TC", "0"),
-               "tc": ("TENSORCONV_SEPARABLE_TC", "1")}
+               # separable tf32 with FFMA passes instead of the tensor-core banded ones
+               "ffma": ("TENSORCONV_SEPARABLE_TC", "0")}
 
 
 def gaussian(k):
@@ -165,8 +163,8 @@ def main(argv=None):
                         kinds.append(("random", "coefs=constant"))
                     if m.name == "separable" and prec in ("fp32", "fp64"):
                         kinds.append(("gaussian", "two_pass"))
-                    if m.name == "separable" and prec in ("fp32", "tf32"):
-                        kinds.append(("gaussian", "tc" if prec == "fp32" else "ffma"))
+                    if m.name == "separable" and prec == "tf32":
+                        kinds.append(("gaussian", "ffma"))
                     kinds = [kv for kv in kinds if kv[0] in args.kinds.split(",")]
                     for kind, variant in kinds:
                         if out_of_time():

@@ -7,8 +7,7 @@
 // Row pass: T[t, x] = sum_v b[v] in[t, x + v]; column pass: out[y, x] (+)= sum_u a[u] T[y + u, x].
 // For kh, kw <= 64 and scalar precisions both run fused in one kernel with T in shared memory;
 // fp16 (half2 lanes) and larger kernels use a row-pass kernel and a column-pass kernel. The fused
-// passes can also run as banded products on the tf32 tensor cores (tf32_band.cuh): the default
-// for tf32 from 13 taps, fp32 (3xTF32) only on request (see use_tc).
+// passes run as banded products on the tf32 tensor cores (tf32_band.cuh) for tf32 from 13 taps.
 // T (and the running sum over the r terms) is held in the precision's compute type. T is a ring
 // of rows processed in bands when it would pass 1 GiB (TENSORCONV_SEPARABLE_BAND_MB sets the
 // size: bands small enough to keep T in L2 were measured slower on the H100, 2026-11-22).
@@ -182,9 +181,9 @@ static_assert(BX * BY == 256 && FG == 2 * BX && FOH == FG, "fused pass thread la
 static_assert(FG == 4 * 16 && FW == 2 * 8 * kBandGroups && FOH == 2 * 8 * kBandGroups,
               "tensor-core passes: 8 warps = 4 x 16 lines x 2 x 32 outputs");
 
-// The tensor-core form of both passes (tf32_band.cuh): fp32 by 3xTF32, tf32 by one product.
+// The tensor-core form of both passes (tf32_band.cuh): tf32 only (fp32 by 3xTF32: see there).
 template <Precision P>
-constexpr bool kTcPrec = P == Precision::fp32 || P == Precision::tf32;
+constexpr bool kTcPrec = P == Precision::tf32;
 // T row pitch: FW + 4 keeps the row pass's 16-byte stores conflict-free; the tensor-core column
 // pass reads 4 rows x 8 columns per load, conflict-free when the pitch is 8 (mod 32) words.
 template <bool TC>
@@ -226,7 +225,7 @@ std::size_t fused_smem(int kh, int kw, int nd) {
   using S = typename Prec<P>::Store;
   const std::size_t pt = nd > 0 ? kPitchT<true> : kPitchT<false>;
   return FG * fused_in_pitch<S>(kw, nd) * sizeof(S) +
-         fused_t_rows(kh, nd) * pt * sizeof(typename Prec<P>::Elem) + 2 * nd * 32 * sizeof(uint4);
+         fused_t_rows(kh, nd) * pt * sizeof(typename Prec<P>::Elem) + 2 * nd * 32 * sizeof(uint2);
 }
 
 template <class E, int N>
@@ -307,8 +306,7 @@ __device__ __forceinline__ void fused_taps(Vec (&acc)[FR], int n, const E (&coef
 
 // Blocks per SM the register allocation must allow (else the fully unrolled taps hoist every
 // load and use ~200 registers).
-// The tensor-core passes hold their whole band (3xTF32: ~77 registers in band_filter alone):
-// 2 blocks/SM (3, with the band loaded chunk by chunk, measured 0.113 against 0.110 ms).
+// The tensor-core passes: 2 blocks/SM (3 measured 0.090 against 0.082 ms, tf32 k = 55).
 template <Precision P, bool TC>
 constexpr int fused_min_blocks() { return P == Precision::fp64 || TC ? 2 : 3; }
 
@@ -324,7 +322,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
   using Store = typename T::Store;
   constexpr int V = kVec<Store>, PT = kPitchT<TC>;
   static_assert(T::W == 1, "fused_pass is for scalar precisions");
-  static_assert(!TC || kTcPrec<P>, "tensor-core passes are fp32 / tf32");
+  static_assert(!TC || kTcPrec<P>, "tensor-core passes are tf32");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // Tensor-core passes: ND band chunks for both (compile-time: no per-MMA guards); the plan
   // takes them only when kh and kw need ND or ND - 1 chunks.
@@ -333,8 +331,8 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
   const int t_rows = fused_t_rows(kh, ND);
   Store* sin = reinterpret_cast<Store*>(smem_raw);    // FG image rows x pitch
   Vec* st = reinterpret_cast<Vec*>(sin + FG * pitch);  // t_rows T rows x PT
-  uint4* band_b = reinterpret_cast<uint4*>(st + t_rows * PT);  // tensor-core bands (TC only)
-  uint4* band_a = band_b + ND * 32;
+  uint2* band_b = reinterpret_cast<uint2*>(st + t_rows * PT);  // tensor-core bands (TC only)
+  uint2* band_a = band_b + ND * 32;
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
   const int xb = blockIdx.x * FW, ys = blockIdx.y * seg;
   const int y_end = min(oh, ys + seg);
@@ -384,7 +382,6 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
     }
   };
   stage(0);
-  constexpr int SPLIT = P == Precision::fp32 ? 3 : 1;
   const int rl = tx + BX * (ty >> 2), xg = ty & 3;  // FFMA row pass: image row, group of FR outputs
   const int cl = tx + BX * (ty & 1), rg = ty >> 1;  // FFMA column pass: column, group of FR rows
   // Tensor-core passes: each warp filters 16 lines (rows of the tile for the row pass, columns
@@ -403,7 +400,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
       if constexpr (TC) {  // T rows d + 16 wl + {g, g + 8}, columns 32 wo + 8 p + 2 q + {0, 1}
         float acc[kBandGroups][4] = {};
         const Store* src = sin + 16 * wl * pitch + 32 * wo;
-        if (__any_sync(~0u, band_filter<SPLIT, ND>(acc, src, pitch, 1, band_b)))
+        if (__any_sync(~0u, band_filter<ND>(acc, src, pitch, 1, band_b)))
           band_direct(acc, src, pitch, 1, cf.b, kw, [](float x) { return T::load(x); });
         const int r0 = 16 * wl + fg;
         float* dst = st + (d + r0) * PT + 32 * wo + 2 * fq;
@@ -453,7 +450,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
     if constexpr (TC) {  // outputs: columns 16 wl + {g, g + 8}, rows 32 wo + 8 p + 2 q + {0, 1}
       float acc[kBandGroups][4] = {};
       const Vec* src = st + 32 * wo * PT + 16 * wl;
-      if (__any_sync(~0u, band_filter<SPLIT, ND>(acc, src, 1, PT, band_a)))
+      if (__any_sync(~0u, band_filter<ND>(acc, src, 1, PT, band_a)))
         band_direct(acc, src, 1, PT, cf.a, kh, [](float x) { return x; });
       const int x = xb + 16 * wl + fg, yl = 32 * wo + 2 * fq;
       auto put = [&](auto f, auto l, auto full) {
@@ -694,17 +691,14 @@ class SeparablePlan final : public CudaPlan {
     return kh <= FMAX && kw <= FMAX && !(e && e[0] == '0');
   }
 
-  // Both passes on the tensor cores: tf32 from 13 taps on, where they beat the FFMAs (H100,
+  // tf32: both passes on the tensor cores from 13 taps on, where they beat the FFMAs (H100,
   // Gaussians at 4096^2: k = 15 0.074 vs 0.075 ms, 25 0.070 vs 0.091, 55 0.082 vs 0.141, same
-  // MAPE). fp32 (3xTF32) only when asked (TENSORCONV_SEPARABLE_TC=1): k = 55 0.110 vs 0.124 ms,
-  // but the tensor cores' fp32 accumulation truncates, and the Gaussian's MAPE grows from 8.3e-6
-  // to 9.9e-5 % (biased, not random): not the fp32 this method promises. TENSORCONV_SEPARABLE_TC=0
-  // keeps the FFMAs for tf32. Both passes run nd band chunks (the longer side's), so a much
-  // shorter side would waste them.
+  // MAPE). TENSORCONV_SEPARABLE_TC=0/1 forces either form. Both passes run nd band chunks (the
+  // longer side's), so a much shorter side would waste them.
   static bool use_tc(int kh, int kw, int nd) {
     if (!kTcPrec<P> || band_chunks(std::min(kh, kw)) < nd - 1) return false;
     if (const char* e = std::getenv("TENSORCONV_SEPARABLE_TC")) return e[0] == '1';
-    return P == Precision::tf32 && std::max(kh, kw) >= 13;
+    return std::max(kh, kw) >= 13;
   }
 
   // False (two-pass form instead) where the fused pass's shared memory does not fit the device

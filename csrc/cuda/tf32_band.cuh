@@ -4,8 +4,9 @@
 // where A_j is the j-th 8-wide chunk of the data and Band_d[k][n] = coef[8d + k - n] (zero
 // outside the kernel), so the FMAs of a filter tap run on the tensor cores: one MMA does 1024
 // multiply-adds where an FFMA does 32. The band's zeros cost MMA work, which is cheap here.
-// fp32 data by 3xTF32: x = hi + lo with hi the tf32 rounding of x, and x*c ~ hi*c_hi + hi*c_lo +
-// lo*c_hi (the dropped lo*c_lo and lo's truncation are ~2^-22 x*c); see band_filter for the sum.
+// For tf32 data only: fp32 by 3xTF32 (x = hi + lo) was measured and dropped (benchmark notes):
+// summed in the MMA's truncating fp32 accumulator it biased long positive sums (Gaussian k = 55
+// MAPE 9.9e-5 % vs 8.3e-6 % with FFMAs), and summed chunk by chunk with FADDs it was no faster.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -27,34 +28,30 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Chunks d of the band in B-fragment order, one uint4 per lane: {hi(b0), hi(b1), lo(b0), lo(b1)}
-// with b0 = Band_d[q][g], b1 = Band_d[q + 4][g] (g = lane / 4, q = lane % 4). Built once per block
+// Chunks d of the band in B-fragment order, one uint2 per lane: {Band_d[q][g], Band_d[q + 4][g]}
+// (g = lane / 4, q = lane % 4), tf32-rounded. Built once per block
 // by the block's `threads` threads; `coef` has `len` taps.
 template <class Coef>
-__device__ __forceinline__ void build_band(uint4* band, const Coef& coef, int len, int nd,
+__device__ __forceinline__ void build_band(uint2* band, const Coef& coef, int len, int nd,
                                            int tid, int threads) {
   auto tap = [&](int i) { return i >= 0 && i < len ? static_cast<float>(coef[i]) : 0.0f; };
   for (int i = tid; i < nd * 32; i += threads) {
     const int d = i >> 5, lane = i & 31, g = lane >> 2, q = lane & 3;
-    const float c0 = tap(8 * d + q - g), c1 = tap(8 * d + q + 4 - g);
-    const unsigned h0 = tf32_bits(c0), h1 = tf32_bits(c1);
-    band[i] = make_uint4(h0, h1, tf32_bits(c0 - __uint_as_float(h0)),
-                         tf32_bits(c1 - __uint_as_float(h1)));
+    band[i] = make_uint2(tf32_bits(tap(8 * d + q - g)), tf32_bits(tap(8 * d + q + 4 - g)));
   }
 }
 
 // acc[p] += the 16 x 8 outputs of group p (fragment layout of mma m16n8k8: acc[p][0..3] =
 // D[g][2q], D[g][2q + 1], D[g + 8][2q], D[g + 8][2q + 1]). data[m][i] = src[m * sm + i * si]
-// for i < 8 * (kBandGroups + ND - 1); the band has ND chunks (zero past the kernel's taps).
-// SPLIT = 3 (fp32, 3xTF32) or 1 (tf32: the data are tf32 already, one MMA). Returns true (in
-// this lane) if a datum is not finite or |x| >= 2^126: acc must not be used then (inf * 0 in the
-// band's zeros gives NaN where the direct sum does not; tf32_bits overflows): see band_direct.
-template <int SPLIT, int ND>
+// for i < 8 * (kBandGroups + ND - 1), rounded to tf32 here; the band has ND chunks (zero past
+// the kernel's taps). Returns true (in this lane) if a datum is not finite or |x| >= 2^126:
+// acc must not be used then (inf * 0 in the band's zeros gives NaN where the direct sum does
+// not; tf32_bits overflows): see band_direct.
+template <int ND>
 __device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const float* src,
-                                            int sm, int si, const uint4* band) {
-  static_assert(SPLIT == 1 || SPLIT == 3, "3xTF32 or one tf32 product");
+                                            int sm, int si, const uint2* band) {
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-  uint4 bf[ND];
+  uint2 bf[ND];
 #pragma unroll
   for (int d = 0; d < ND; ++d) bf[d] = band[d * 32 + lane];
   const float* s0 = src + g * sm + q * si;
@@ -63,43 +60,16 @@ __device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const 
 #pragma unroll
   for (int j = 0; j < kBandGroups + ND - 1; ++j) {
     const float x[4] = {s0[8 * j * si], s8[8 * j * si], s0[(8 * j + 4) * si], s8[(8 * j + 4) * si]};
-    unsigned hi[4], lo[4];
+    unsigned a[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       bad |= !(fabsf(x[e]) < 0x1p126f);
-      hi[e] = tf32_bits(x[e]);
-      lo[e] = __float_as_uint(x[e] - __uint_as_float(hi[e]));  // the MMA truncates it to tf32
+      a[e] = tf32_bits(x[e]);
     }
-    if (SPLIT == 1) {  // tf32: the chunks accumulate in the MMA (its truncation is far below tf32's)
 #pragma unroll
-      for (int p = 0; p < kBandGroups; ++p) {
-        const int d = j - p;
-        if (d >= 0 && d < ND) mma_tf32(acc[p], hi, bf[d].x, bf[d].y);  // compile-time test
-      }
-    } else {
-      // 3xTF32: each chunk's three products start from zero (big term first) and join the sum
-      // by an FADD. The MMA's fp32 accumulation truncates, so a chain over all chunks biased
-      // long positive sums (Gaussian k = 55: MAPE 9.9e-5 % against 8.3e-6 % with FFMAs).
-      float part[kBandGroups][4];
-#pragma unroll
-      for (int term = 0; term < 3; ++term) {
-#pragma unroll
-        for (int p = 0; p < kBandGroups; ++p) {
-          const int d = j - p;
-          if (d < 0 || d >= ND) continue;  // compile-time
-          if (term == 0) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) part[p][e] = 0.0f;
-            mma_tf32(part[p], hi, bf[d].x, bf[d].y);
-          } else if (term == 1) {
-            mma_tf32(part[p], hi, bf[d].z, bf[d].w);
-          } else {
-            mma_tf32(part[p], lo, bf[d].x, bf[d].y);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[p][e] += part[p][e];
-          }
-        }
-      }
+    for (int p = 0; p < kBandGroups; ++p) {
+      const int d = j - p;
+      if (d >= 0 && d < ND) mma_tf32(acc[p], a, bf[d].x, bf[d].y);  // compile-time test
     }
   }
   return bad;
