@@ -2,7 +2,7 @@
 # The whole package on a lent GPU machine in one call: build for sm_90a, then the full pytest
 # suite (unit, GPU and the USC-SIPI accuracy suite for every method x precision); with
 # SANITIZE=1 also compute-sanitizer memcheck + racecheck over every GPU kernel (SKIP_I2T_SAN=1:
-# the GPU core's only).
+# the GPU core's only); BENCH_ARGS="..." then runs benchmarks/gpu_core.py with them.
 #   rm -rf .shared && cp -a ../shared .shared     # here, once; carry .shared and .whl
 #   bash scripts/device_check.sh                   # there; results under $OUT
 set -u
@@ -31,4 +31,9 @@ if [ -n "${SANITIZE:-}" ]; then
     I2T_SAN_TIMEOUT=${SAN_S:-150} bash scripts/im2tensor_sanitize.sh "$OUT/san"
     echo "im2tensor sanitize rc=$? ($(( $(date +%s) - t0 )) s)"
   fi
+fi
+if [ -n "${BENCH_ARGS:-}" ]; then  # e.g. BENCH_ARGS="--sizes 4096 --methods separable --no-e2e"
+  timeout ${BENCH_S:-240} python3 benchmarks/gpu_core.py --out "$OUT/gpu_core.json" \
+    --budget-s ${BENCH_BUDGET:-180} $BENCH_ARGS > "$OUT/bench.txt" 2>&1
+  echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"; sed -n '/== goals/,$p' "$OUT/bench.txt" | tail -40
 fi
