@@ -56,6 +56,8 @@ struct V512 {
   template <int S>
   static T slli16(T a) { return _mm512_slli_epi16(a, S); }
   template <int S>
+  static T srli16(T a) { return _mm512_srli_epi16(a, S); }
+  template <int S>
   static T slli32(T a) { return _mm512_slli_epi32(a, S); }
   template <int S>
   static T srli32(T a) { return _mm512_srli_epi32(a, S); }

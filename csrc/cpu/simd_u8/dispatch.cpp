@@ -295,6 +295,7 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
       for (auto x : s.b) bsum += x;
       s.bias = s.biased() ? 32768 * bsum : 0;
       s.div = make_divider(d, s.h_ir == IR::s32 ? 32 : 16);
+      s.clip255 = an.sum_max / d > 255;
       s.vtaps = make_taps(s.a);
       s.htaps = make_taps(s.b);
       s.run = isa == Isa::avx512 ? &sep_rows_avx512 : &sep_rows_avx2;
@@ -634,13 +635,13 @@ void run_blocks(const Block& bk, const Image& im, int threads) {
 }
 
 void run_separable(const Separable& s, const Image& im, int threads) {
-  const std::int64_t w = im.w, tlen = w + s.kw + 16;
+  const std::int64_t w = im.w, tlen = sep_temp_len(w, s.kw);
   const int nt = thread_count(threads);
   const std::int64_t chunk = chunk_of(im.h, nt);
   // Algorithm 7's temporary row, one per chunk, allocated here so a failure raises MemoryError
   // in the caller rather than terminating a worker thread.
   const std::int64_t nchunks = (im.h + chunk - 1) / chunk;
-  std::vector<std::int16_t> temps(static_cast<std::size_t>(nchunks * tlen), 0);
+  std::vector<std::int16_t, Aligned64<std::int16_t>> temps(static_cast<std::size_t>(nchunks * tlen), 0);
   // Input row pointers, border rows mapped: output row i reads rows[i .. i + kh).
   std::vector<const std::uint8_t*> rows(static_cast<std::size_t>(im.h + s.kh - 1));
   row_pointers(im, -im.ay, static_cast<int>(rows.size()), rows.data());
