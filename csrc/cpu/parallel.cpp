@@ -1,6 +1,8 @@
 #include "parallel.hpp"
 
 #include <algorithm>
+#include <immintrin.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <chrono>
@@ -41,12 +43,12 @@ class Pool {
       // Home ranges: seat s owns chunks [s * nc / T, (s + 1) * nc / T), the same rows every
       // call, so a thread finds its rows of the last call in its own L2 (see run()).
       const std::int64_t nc = (n + chunk - 1) / chunk;
-      nseg_ = getenv("TC_POOL_OLD") ? 1 : threads;
+      nseg_ = threads;
       for (int s = 0; s < nseg_; ++s)
         seg_[s].store(pack(nc * s / nseg_, nc * (s + 1) / nseg_));
       seats_ = threads - 1;
       next_seat_ = 1;
-      ++generation_;
+      gen_.store(++generation_, std::memory_order_release);
     }
     work_.notify_all();
     const auto t0 = Clock::now();
@@ -86,7 +88,6 @@ class Pool {
     std::int64_t c;
     for (int k = 0; k < nseg; ++k) {
       const int s = (seat + k) % nseg;
-      if (nseg == 1) { while (claim(0, true, c)) body(ctx, c * chunk, std::min(n, (c + 1) * chunk)); return; }
       while (claim(s, k == 0, c)) body(ctx, c * chunk, std::min(n, (c + 1) * chunk));
     }
   }
@@ -95,6 +96,14 @@ class Pool {
     std::uint64_t seen = 0;
     std::unique_lock<std::mutex> lk(m_);
     for (;;) {
+      if (generation_ == seen && !stop_) {
+        lk.unlock();
+        static const long spin_us = getenv("TC_SPIN_US") ? atol(getenv("TC_SPIN_US")) : 0;
+        const auto until = Clock::now() + std::chrono::microseconds(spin_us);
+        while (gen_.load(std::memory_order_acquire) == seen && Clock::now() < until)
+          for (int i = 0; i < 16; ++i) _mm_pause();
+        lk.lock();
+      }
       work_.wait(lk, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
@@ -126,6 +135,7 @@ class Pool {
   int nseg_ = 1, next_seat_ = 1;
   int seats_ = 0, busy_ = 0;
   std::uint64_t generation_ = 0;
+  std::atomic<std::uint64_t> gen_{0};  // generation_ for workers spinning without the lock
   bool stop_ = false;
 };
 

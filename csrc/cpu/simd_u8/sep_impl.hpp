@@ -60,11 +60,11 @@ inline void tap_coefs(const Separable::Taps& taps, typename V::T* coef) {
   for (int i = 0; i < taps.n; ++i) coef[i] = V::set1_16(static_cast<short>(taps.t[i].c));
 }
 
-// chunk(x, n) over [0, w) in steps of N, 2, then 1 units of `per` columns (wide steps share each
+// chunk(x, n) over [x0, w) in steps of N, 2, then 1 units of `per` columns (wide steps share each
 // tap's set-up over more vectors: the taps are run-time data); returns the first column left.
 template <int N, class Chunk>
-inline std::int64_t sweep(std::int64_t w, std::int64_t per, Chunk chunk) {
-  std::int64_t x = 0;
+inline std::int64_t sweep(std::int64_t x0, std::int64_t w, std::int64_t per, Chunk chunk) {
+  std::int64_t x = x0;
   for (; x + N * per <= w; x += N * per) chunk(x, std::integral_constant<int, N>{});
   for (; x + 2 * per <= w; x += 2 * per) chunk(x, std::integral_constant<int, 2>{});
   for (; x + per <= w; x += per) chunk(x, std::integral_constant<int, 1>{});
@@ -90,9 +90,31 @@ struct Planes {
   std::int16_t& at(std::int64_t c) const { return p[c & 1][c >> 1]; }
 };
 
+// chunk(x, n) for the plane passes, n vectors of B columns from an even x: one vector at 0, then
+// steps from `phase` (even: the row's first column whose byte address starts a cache line, so
+// the steps' loads and stores do not split lines), and a last vector overlapping from an even
+// column. Returns the first column left to scalar code (w - 1 for odd w; 0 when w < B).
+template <int N, int B, class Chunk>
+inline std::int64_t plane_sweep(std::int64_t w, int phase, Chunk chunk) {
+  if (w < B) return 0;
+  std::int64_t x = 0;
+  if (phase > 0 && phase + B <= w) {
+    chunk(0, std::integral_constant<int, 1>{});
+    x = phase;
+  }
+  x = sweep<N>(x, w, B, chunk);
+  if (x < w) {
+    x = (w - B) & ~std::int64_t{1};
+    chunk(x, std::integral_constant<int, 1>{});
+    x += B;
+  }
+  return x;
+}
+
 template <class V>
 inline void sep_vertical_planes(const Separable& s, const typename V::T* coef,
-                                const std::uint8_t* const* rows, std::int64_t w, const Planes pl) {
+                                const std::uint8_t* const* rows, std::int64_t w, const Planes pl,
+                                int phase) {
   using T = typename V::T;
   constexpr int B = V::kBytes, L = B / 2;  // pixels per load, 16-bit elements per plane vector
   const T lo = V::set1_16(0x00FF);
@@ -113,15 +135,7 @@ inline void sep_vertical_planes(const Separable& s, const typename V::T* coef,
       V::store(pl.p[1] + x / 2 + L * q, acc[N + q]);
     }
   };
-  std::int64_t x = 0;
-  if (w >= B) {
-    x = sweep<kPlaneN<V>>(w, B, chunk);
-    if (x < w) {  // overlap the last vector (from an even column); an odd w leaves one column
-      const std::int64_t xl = (w - B) & ~std::int64_t{1};
-      chunk(xl, std::integral_constant<int, 1>{});
-      x = xl + B;
-    }
-  }
+  std::int64_t x = plane_sweep<kPlaneN<V>, B>(w, phase, chunk);
   for (; x < w; ++x) pl.at(x) = sep_column(s, rows, x);
 }
 
@@ -171,17 +185,18 @@ inline std::uint8_t planes_scalar_output(const Separable& s, const Planes& pl, s
 
 template <class V>
 inline void sep_horizontal_planes(const Separable& s, const typename V::T* coef, const Planes pl,
-                                  int ax, std::int64_t w, std::uint8_t* out) {
+                                  int ax, std::int64_t w, std::uint8_t* out, int phase) {
   using T = typename V::T;
   constexpr int B = V::kBytes, L = B / 2;
   const PlaneOut po(s);
+  const Separable::Taps taps = s.htaps;  // a local: see PlaneOut
   auto chunk = [&](std::int64_t x, auto n) {  // outputs x .. x + N * B, x even
     constexpr int N = decltype(n)::value;
     T acc[2 * N];
     // Tap at column offset d = c - ax: the even output 2j reads column 2j + d, the odd output
     // 2j + 1 column 2j + 1 + d: plane d & 1 at j + (d >> 1), plane (d + 1) & 1 at
     // j + ((d + 1) >> 1).
-    sep_taps<V, 2 * N>(s.htaps, coef, acc, [&](int c, T* a, bool add) {
+    sep_taps<V, 2 * N>(taps, coef, acc, [&](int c, T* a, bool add) {
       const int d = c - ax;
       const std::int16_t* pe = pl.p[d & 1] + x / 2 + (d >> 1);
       const std::int16_t* po = pl.p[(d + 1) & 1] + x / 2 + ((d + 1) >> 1);
@@ -193,15 +208,7 @@ inline void sep_horizontal_planes(const Separable& s, const typename V::T* coef,
     });
     store_planes_out<V, N>(po, acc, out + x);
   };
-  std::int64_t x = 0;
-  if (w >= B) {
-    x = sweep<kPlaneN<V>>(w, B, chunk);
-    if (x < w) {
-      const std::int64_t xl = (w - B) & ~std::int64_t{1};
-      chunk(xl, std::integral_constant<int, 1>{});
-      x = xl + B;
-    }
-  }
+  std::int64_t x = plane_sweep<kPlaneN<V>, B>(w, phase, chunk);
   for (; x < w; ++x) out[x] = planes_scalar_output(s, pl, x, ax);
 }
 
@@ -248,7 +255,8 @@ inline bool sym_factor(const std::vector<std::int32_t>& f) {
 
 template <class V, int K>
 inline void sep_vertical_sym(const SymTaps<V, K>& taps, const Separable& s,
-                             const std::uint8_t* const* rows, std::int64_t w, const Planes pl) {
+                             const std::uint8_t* const* rows, std::int64_t w, const Planes pl,
+                             int phase) {
   using T = typename V::T;
   constexpr int B = V::kBytes, L = B / 2, R = K / 2;
   const SymTaps<V, K> tp = taps;  // locals: see PlaneOut
@@ -280,15 +288,7 @@ inline void sep_vertical_sym(const SymTaps<V, K>& taps, const Separable& s,
       V::store(pl.p[1] + x / 2 + L * q, acc[N + q]);
     }
   };
-  std::int64_t x = 0;
-  if (w >= B) {
-    x = sweep<kPlaneN<V>>(w, B, chunk);
-    if (x < w) {
-      const std::int64_t xl = (w - B) & ~std::int64_t{1};
-      chunk(xl, std::integral_constant<int, 1>{});
-      x = xl + B;
-    }
-  }
+  std::int64_t x = plane_sweep<kPlaneN<V>, B>(w, phase, chunk);
   for (; x < w; ++x) pl.at(x) = sep_column(s, rows, x);
 }
 
@@ -299,7 +299,7 @@ constexpr int kSymN = V::kBytes == 64 ? 2 : 1;
 
 template <class V, int K>
 inline void sep_horizontal_sym(const SymTaps<V, K>& taps, const Separable& s, const Planes pl,
-                               std::int64_t w, std::uint8_t* out) {
+                               std::int64_t w, std::uint8_t* out, int phase) {
   using T = typename V::T;
   constexpr int B = V::kBytes, L = B / 2, R = K / 2;
   const SymTaps<V, K> tp = taps;  // locals: see PlaneOut
@@ -329,15 +329,7 @@ inline void sep_horizontal_sym(const SymTaps<V, K>& taps, const Separable& s, co
     });
     store_planes_out<V, N>(po, acc, out + x);
   };
-  std::int64_t x = 0;
-  if (w >= B) {
-    x = sweep<kSymN<V>>(w, B, chunk);
-    if (x < w) {
-      const std::int64_t xl = (w - B) & ~std::int64_t{1};
-      chunk(xl, std::integral_constant<int, 1>{});
-      x = xl + B;
-    }
-  }
+  std::int64_t x = plane_sweep<kSymN<V>, B>(w, phase, chunk);
   for (; x < w; ++x) out[x] = planes_scalar_output(s, pl, x, R);
 }
 
@@ -372,7 +364,7 @@ inline void sep_vertical(const Separable& s, const typename V::T* coef,
       for (int q = 0; q < N; ++q) acc[q] = V::xor_(acc[q], flip);
     for (int q = 0; q < N; ++q) V::store(v + x + L * q, acc[q]);
   };
-  if (sweep<kSepN<V>>(w, L, chunk) < w)
+  if (sweep<kSepN<V>>(0, w, L, chunk) < w)
     chunk(w - L, std::integral_constant<int, 1>{});  // overlap the last vector
 }
 
@@ -406,7 +398,7 @@ inline void sep_horizontal32(const Separable& s, const typename V::T* pairs,
                              const std::int16_t* t, std::int64_t w, std::uint8_t* out) {
   constexpr int L = V::kBytes / 2;
   const int np = (s.kw + 1) / 2;
-  std::int64_t x = sweep<2>(w, L, [&](std::int64_t x, auto n) {
+  std::int64_t x = sweep<2>(0, w, L, [&](std::int64_t x, auto n) {
     horizontal32_chunk<V, decltype(n)::value>(s, t + x, pairs, np, out + x);
   });
   if (x < w && w >= L)
@@ -429,9 +421,9 @@ void sep_rows(const Separable& s, const SepRows& j, std::int64_t b, std::int64_t
   }
   const std::int16_t zero_col = static_cast<std::int16_t>(s.biased() ? 0x8000 : 0);
   const bool planes = s.h_ir != IR::s32;
-  // Planes: column 0 of each starts a cache line (aligned stores); natural: t[ax] does.
+  // Natural order: t[ax] (column 0) starts a cache line. Planes: per row, placed so that the
+  // column `phase` at which the row's output bytes start a cache line does (plane_sweep).
   const std::int64_t half = ((j.w + s.kw + 1) / 2 + 64) & ~std::int64_t{31};
-  const Planes pl{{j.t + 32, j.t + 32 + half}};
   std::int16_t* t = j.t + 32 - j.ax;
   const int vsym = planes && sym_factor(s.a) ? s.kh : 0;
   const int hsym = planes && sym_factor(s.b) && j.ax == s.kw / 2 ? s.kw : 0;
@@ -439,12 +431,16 @@ void sep_rows(const Separable& s, const SepRows& j, std::int64_t b, std::int64_t
   const SymTaps<V, 5> v5(s.a), h5(s.b);
   for (std::int64_t i = b; i < e; ++i) {
     const std::uint8_t* const* rows = j.rows + i;
+    std::uint8_t* out = j.out + i * j.out_stride;
+    int phase = static_cast<int>(-reinterpret_cast<std::uintptr_t>(out) & (V::kBytes - 1));
+    if (phase & 1) phase = 0;  // planes start at even columns
+    const Planes pl{{j.t + 64 - phase / 2, j.t + 64 - phase / 2 + half}};
     if (vsym == 3)
-      sep_vertical_sym<V, 3>(v3, s, rows, j.w, pl);
+      sep_vertical_sym<V, 3>(v3, s, rows, j.w, pl, phase);
     else if (vsym == 5)
-      sep_vertical_sym<V, 5>(v5, s, rows, j.w, pl);
+      sep_vertical_sym<V, 5>(v5, s, rows, j.w, pl, phase);
     else if (planes)
-      sep_vertical_planes<V>(s, vcoef, rows, j.w, pl);
+      sep_vertical_planes<V>(s, vcoef, rows, j.w, pl, phase);
     else
       sep_vertical<V>(s, vcoef, rows, j.w, t + j.ax);
     // Border columns of the temporary row: the column sums are linear in the pixels, so a
@@ -458,13 +454,12 @@ void sep_rows(const Separable& s, const SepRows& j, std::int64_t b, std::int64_t
       else
         t[j.border_dst[c]] = v;
     }
-    std::uint8_t* out = j.out + i * j.out_stride;
     if (hsym == 3)
-      sep_horizontal_sym<V, 3>(h3, s, pl, j.w, out);
+      sep_horizontal_sym<V, 3>(h3, s, pl, j.w, out, phase);
     else if (hsym == 5)
-      sep_horizontal_sym<V, 5>(h5, s, pl, j.w, out);
+      sep_horizontal_sym<V, 5>(h5, s, pl, j.w, out, phase);
     else if (planes)
-      sep_horizontal_planes<V>(s, hcoef, pl, j.ax, j.w, out);
+      sep_horizontal_planes<V>(s, hcoef, pl, j.ax, j.w, out, phase);
     else
       sep_horizontal32<V>(s, pairs, t, j.w, out);
   }

@@ -114,7 +114,7 @@ struct Separable {
   bool biased() const { return v_unsigned && h_ir == IR::s32; }
 };
 // Elements of Algorithm 7's temporary row for width w (both layouts of sep_impl.hpp fit).
-inline std::int64_t sep_temp_len(std::int64_t w, int kw) { return (w + kw + 128 + 31) / 32 * 32; }
+inline std::int64_t sep_temp_len(std::int64_t w, int kw) { return (w + kw + 192 + 31) / 32 * 32; }
 // Column sum at column x as the vertical pass stores it (scalar).
 std::int16_t sep_column(const Separable& s, const std::uint8_t* const* rows, std::int64_t x);
 // Exact scalar output from column sums t[0 .. kw) as the vertical pass stored them.
