@@ -1,10 +1,7 @@
 #include "parallel.hpp"
 
 #include <algorithm>
-#include <immintrin.h>
-
 #include <atomic>
-#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -13,6 +10,8 @@
 
 namespace tc {
 namespace {
+
+constexpr std::int64_t kMaxThreads = 64;  // seats (home ranges) per call
 
 class Pool {
  public:
@@ -40,15 +39,15 @@ class Pool {
       ctx_ = ctx;
       n_ = n;
       chunk_ = chunk;
-      // Home ranges: seat s owns chunks [s * nc / T, (s + 1) * nc / T), the same rows every
-      // call, so a thread finds its rows of the last call in its own L2 (see run()).
+      // Home ranges: seat s owns chunks [s * nc / T, (s + 1) * nc / T), the same rows in every
+      // call, so repeated calls on one image find their rows in the same core's caches.
       const std::int64_t nc = (n + chunk - 1) / chunk;
       nseg_ = threads;
       for (int s = 0; s < nseg_; ++s)
         seg_[s].store(pack(nc * s / nseg_, nc * (s + 1) / nseg_));
       seats_ = threads - 1;
       next_seat_ = 1;
-      gen_.store(++generation_, std::memory_order_release);
+      ++generation_;
     }
     work_.notify_all();
     const auto t0 = Clock::now();
@@ -75,7 +74,8 @@ class Pool {
   bool claim(int s, bool front, std::int64_t& c) {
     std::uint64_t v = seg_[s].load();
     for (;;) {
-      const std::int64_t f = static_cast<std::int64_t>(v >> 32), b = static_cast<std::int64_t>(v & 0xFFFFFFFFu);
+      const auto f = static_cast<std::int64_t>(v >> 32);
+      const auto b = static_cast<std::int64_t>(v & 0xFFFFFFFFu);
       if (f >= b) return false;
       c = front ? f : b - 1;
       if (seg_[s].compare_exchange_weak(v, front ? pack(f + 1, b) : pack(f, b - 1))) return true;
@@ -96,14 +96,6 @@ class Pool {
     std::uint64_t seen = 0;
     std::unique_lock<std::mutex> lk(m_);
     for (;;) {
-      if (generation_ == seen && !stop_) {
-        lk.unlock();
-        static const long spin_us = getenv("TC_SPIN_US") ? atol(getenv("TC_SPIN_US")) : 0;
-        const auto until = Clock::now() + std::chrono::microseconds(spin_us);
-        while (gen_.load(std::memory_order_acquire) == seen && Clock::now() < until)
-          for (int i = 0; i < 16; ++i) _mm_pause();
-        lk.lock();
-      }
       work_.wait(lk, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
@@ -130,12 +122,10 @@ class Pool {
   ChunkBody body_ = nullptr;
   void* ctx_ = nullptr;
   std::int64_t n_ = 0, chunk_ = 1;
-  static constexpr int kMaxSeats = 64;
-  std::atomic<std::uint64_t> seg_[kMaxSeats];
+  std::atomic<std::uint64_t> seg_[kMaxThreads];
   int nseg_ = 1, next_seat_ = 1;
   int seats_ = 0, busy_ = 0;
   std::uint64_t generation_ = 0;
-  std::atomic<std::uint64_t> gen_{0};  // generation_ for workers spinning without the lock
   bool stop_ = false;
 };
 
@@ -155,7 +145,8 @@ void parallel_for(std::int64_t n, int threads, std::int64_t chunk, ChunkBody bod
   if (n <= 0) return;
   if (threads <= 0) threads = default_threads();
   chunk = std::max<std::int64_t>(1, chunk);
-  threads = static_cast<int>(std::min<std::int64_t>({std::int64_t{threads}, (n + chunk - 1) / chunk, std::int64_t{64}}));
+  threads = static_cast<int>(
+      std::min<std::int64_t>({std::int64_t{threads}, (n + chunk - 1) / chunk, kMaxThreads}));
   pool().run(n, threads, chunk, body, ctx);
 }
 
