@@ -80,14 +80,6 @@ std::uint8_t clip_div(std::int64_t sum, std::int64_t divisor) {
   return static_cast<std::uint8_t>(q > 255 ? 255 : q);
 }
 
-std::int16_t sep_column(const Separable& s, const std::uint8_t* const* rows, std::int64_t x) {
-  std::int32_t sum = 0;
-  for (int u = 0; u < s.kh; ++u) sum += s.a[u] * rows[u][x];
-  std::uint16_t bits = static_cast<std::uint16_t>(sum);
-  if (s.biased()) bits ^= 0x8000u;
-  return static_cast<std::int16_t>(bits);
-}
-
 std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t) {
   std::int64_t sum = 0;
   for (int v = 0; v < s.kw; ++v) {

@@ -115,8 +115,16 @@ struct Separable {
 };
 // Elements of Algorithm 7's temporary row for width w (both layouts of sep_impl.hpp fit).
 inline std::int64_t sep_temp_len(std::int64_t w, int kw) { return (w + kw + 192 + 31) / 32 * 32; }
-// Column sum at column x as the vertical pass stores it (scalar).
-std::int16_t sep_column(const Separable& s, const std::uint8_t* const* rows, std::int64_t x);
+// Column sum at column x as the vertical pass stores it (scalar; inline: the vector passes call
+// it for every row's border columns).
+inline std::int16_t sep_column(const Separable& s, const std::uint8_t* const* rows,
+                               std::int64_t x) {
+  std::int32_t sum = 0;
+  for (int u = 0; u < s.kh; ++u) sum += s.a[u] * rows[u][x];
+  std::uint16_t bits = static_cast<std::uint16_t>(sum);
+  if (s.biased()) bits ^= 0x8000u;
+  return static_cast<std::int16_t>(bits);
+}
 // Exact scalar output from column sums t[0 .. kw) as the vertical pass stored them.
 std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t);
 std::uint8_t clip_div(std::int64_t sum, std::int64_t divisor);  // clip(floor(sum / d), 0, 255)
