@@ -633,7 +633,8 @@ void run_separable(const Separable& s, const Image& im, int threads) {
   // Algorithm 7's temporary row, one per chunk, allocated here so a failure raises MemoryError
   // in the caller rather than terminating a worker thread.
   const std::int64_t nchunks = (im.h + chunk - 1) / chunk;
-  std::vector<std::int16_t, Aligned64<std::int16_t>> temps(static_cast<std::size_t>(nchunks * tlen), 0);
+  std::vector<std::int16_t, Aligned64<std::int16_t>> temps(
+      static_cast<std::size_t>(nchunks * tlen), 0);
   // Input row pointers, border rows mapped: output row i reads rows[i .. i + kh).
   std::vector<const std::uint8_t*> rows(static_cast<std::size_t>(im.h + s.kh - 1));
   row_pointers(im, -im.ay, static_cast<int>(rows.size()), rows.data());
