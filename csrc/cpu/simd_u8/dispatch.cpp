@@ -644,10 +644,13 @@ void run_separable(const Separable& s, const Image& im, int threads) {
     border_src[c] = map_index(x, w, im.border);
     border_dst[c] = im.ax + x;
   }
+  // Rows narrower than one AVX-512 vector would run the plane passes' scalar remainder: the
+  // AVX2 passes (same arithmetic, half the width) cover 32 .. 63 columns with vectors.
+  const SepRowsFn run = s.run == &sep_rows_avx512 && w < 64 ? &sep_rows_avx2 : s.run;
   parallel_chunks(im.h, nt, chunk, [&](std::int64_t b, std::int64_t e) {
     const SepRows j{rows.data(), w,          temps.data() + (b / chunk) * tlen, im.ax,
                     border_src,  border_dst, im.out,                            im.out_stride};
-    s.run(s, j, b, e);
+    run(s, j, b, e);
   });
 }
 
