@@ -7,7 +7,8 @@ peers, recorded per row). simd_u8 runs on the CPU's widest tier (AVX-512 for sep
 present); `simd_u8_avx2` is the same call with TENSORCONV_FORCE_AVX2=1 and `portable` with
 TENSORCONV_FORCE_PORTABLE=1. Writes benchmarks/results/cpu_u8_<host>.json and cpu_u8.png.
 
-    python benchmarks/cpu_u8.py [--quick] [--threads N]   (--threads N: files get a _tN suffix)
+    python benchmarks/cpu_u8.py [--quick] [--threads N] [--sizes WxH,...] [--ks 3,5]
+    (--threads N: files get a _tN suffix; --sizes/--ks: a subset, written with a _subset suffix)
 """
 
 from __future__ import annotations
@@ -92,12 +93,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="5 sizes, 5 runs (smoke test)")
     ap.add_argument("--threads", type=int, default=None, help="threads for both libraries")
+    ap.add_argument("--sizes", default=None, help="subset of sizes, e.g. 1280x720,1920x1080")
+    ap.add_argument("--ks", default=None, help="subset of kernel sizes, e.g. 3,5")
     args = ap.parse_args()
     import cv2
     import scipy
     import scipy.ndimage
 
     sizes = SIZES[::4] + [SIZES[-1]] if args.quick else SIZES
+    if args.sizes:
+        sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
+    ks = tuple(int(k) for k in args.ks.split(",")) if args.ks else KS
     max_runs = 5 if args.quick else MAX_RUNS
     if args.threads:
         cv2.setNumThreads(args.threads)
@@ -106,7 +112,7 @@ def main():
     rng = np.random.default_rng(0)
     for (w, h) in sizes:
         image = rng.integers(0, 256, (h, w), dtype=np.uint8)
-        for k in KS:
+        for k in ks:
             cases = kernels(k)
             impls = {}
             for case, (kern, d) in cases.items():
@@ -155,7 +161,8 @@ def main():
                         "threads": threads or "all"},
            "rows": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    suffix = f"_t{args.threads}" if args.threads else ""
+    suffix = (f"_t{args.threads}" if args.threads else "") + (
+        "_subset" if args.sizes or args.ks else "")
     out = RESULTS / f"cpu_u8_{host}{suffix}.json"
     out.write_text(json.dumps(doc, indent=1))
     print("wrote", out)

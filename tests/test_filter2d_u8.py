@@ -253,6 +253,59 @@ def test_separable_symmetric_and_power_of_two_taps(avx2):
                                               err_msg=f"{row} {case} {border}")
 
 
+# Factors for the separable row/column pass forms: symmetric 3- and 5-tap ones (the sym
+# passes, taps x1, x2, mullo, zero and negative), and others (generic passes).
+SEP_FACTORS = ([1, 2, 1], [3, 5, 3], [1, 0, 1], [-1, 4, -1], [1, 4, 6, 4, 1], [2, 1, 0, 1, 2],
+               [-1, -2, 9, -2, -1], [1, 2, 3], [1, 3, 3, 1], [0, 1, 0], [2, 7, 2])
+
+
+def test_separable_plane_and_sym_passes(tier):
+    """16-bit separable kernels run as even/odd column planes; symmetric 3- and 5-tap factors
+    with a centred anchor take the compile-time form. Every factor pair, centred and off-centre
+    anchors, quotients that need clipping (divisor 1) or not, every division case, and widths
+    around the vector sizes (the rows' output offsets in a cache line vary when w % 64 != 0,
+    so the aligned steps start at different columns; odd widths leave a scalar column)."""
+    rng = np.random.default_rng(21)
+    widths = [30, 31, 32, 33, 63, 64, 65, 66, 95, 127, 128, 129, 130, 191, 250]
+    n = 0
+    for i, a in enumerate(SEP_FACTORS):
+        for j, b in enumerate(SEP_FACTORS):
+            kernel = np.outer(a, b)
+            info = tc.filter2d_u8_info(kernel, 1, algorithm="sep")
+            w = widths[(i * len(SEP_FACTORS) + j) % len(widths)]
+            image = rng.integers(0, 256, (int(rng.integers(2, 7)), w), dtype=np.uint8)
+            kh, kw = kernel.shape
+            anchors = [None, (int(rng.integers(kh)), int(rng.integers(kw)))]
+            cases = [c for c in "ABC" if c != "A" or info["ir_bits"] == 16]
+            divisors = [1] + [divisor_for(kernel, "sep", c) for c in cases]
+            for d in divisors:
+                for anchor in anchors:
+                    border = BORDERS[n % 3]
+                    n += 1
+                    out = tc.filter2d_u8(image, kernel, d, border=border, anchor=anchor,
+                                         algorithm="sep")
+                    np.testing.assert_array_equal(
+                        out, reference(image, kernel, d, border, anchor),
+                        err_msg=f"{tier} {a} x {b} d={d} {anchor} {border} w={w}")
+
+
+def test_threads_large_images(avx2):
+    """Images large enough to run on several threads (home row ranges per thread, chunks taken
+    from the others' ranges when a thread finishes early): every thread count gives the
+    reference, for sep (plane and natural forms) and pairs."""
+    rng = np.random.default_rng(22)
+    image = rng.integers(0, 256, (611, 1283), dtype=np.uint8)
+    for kernel, d in ((np.outer([1, 2, 1], [1, 2, 1]), 16),
+                      (np.outer([1, 4, 6, 4, 1], [1, 4, 6, 4, 1]), 256),
+                      (np.outer([1, 6, 15, 20, 15, 6, 1], [1, 6, 15, 20, 15, 6, 1]), 4096),
+                      (np.outer([1, 2, 3], [3, 1, 1, 2]), 37),
+                      (np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], np.int8), 1)):
+        ref = reference(image, kernel, d)
+        for threads in (1, 2, 3, 5):
+            np.testing.assert_array_equal(tc.filter2d_u8(image, kernel, d, threads=threads), ref,
+                                          err_msg=f"{kernel.shape} threads={threads}")
+
+
 def test_fast_path_matches_full_validation():
     """filter2d_u8's fast path (ndarray kernel of an exactly-converting dtype, int divisor, default
     anchor) gives what the fully validated call gives, and the core still rejects what the fast

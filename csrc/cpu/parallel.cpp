@@ -11,6 +11,8 @@
 namespace tc {
 namespace {
 
+constexpr std::int64_t kMaxThreads = 64;  // seats (home ranges) per call
+
 class Pool {
  public:
   ~Pool() {
@@ -37,13 +39,19 @@ class Pool {
       ctx_ = ctx;
       n_ = n;
       chunk_ = chunk;
-      next_.store(0);
+      // Home ranges: seat s owns chunks [s * nc / T, (s + 1) * nc / T), the same rows in every
+      // call, so repeated calls on one image find their rows in the same core's caches.
+      const std::int64_t nc = (n + chunk - 1) / chunk;
+      nseg_ = threads;
+      for (int s = 0; s < nseg_; ++s)
+        seg_[s].store(pack(nc * s / nseg_, nc * (s + 1) / nseg_));
       seats_ = threads - 1;
+      next_seat_ = 1;
       ++generation_;
     }
     work_.notify_all();
     const auto t0 = Clock::now();
-    chunks(body, ctx, n, chunk);
+    chunks(0, nseg_, body, ctx, n, chunk);
     const auto t1 = Clock::now();
     std::unique_lock<std::mutex> lk(m_);
     body_ = nullptr;  // workers waking from now on find no job
@@ -58,11 +66,29 @@ class Pool {
   }
 
  private:
-  void chunks(ChunkBody body, void* ctx, std::int64_t n, std::int64_t chunk) {
+  // Front and back chunk index of a seat's remaining range, in one word so a claim is one CAS.
+  static std::uint64_t pack(std::int64_t f, std::int64_t b) {
+    return static_cast<std::uint64_t>(f) << 32 | static_cast<std::uint64_t>(b);
+  }
+  // Claims one chunk of segment s: its first (own range, in order) or its last (stealing).
+  bool claim(int s, bool front, std::int64_t& c) {
+    std::uint64_t v = seg_[s].load();
     for (;;) {
-      const std::int64_t b = next_.fetch_add(chunk);
-      if (b >= n) return;
-      body(ctx, b, std::min(n, b + chunk));
+      const auto f = static_cast<std::int64_t>(v >> 32);
+      const auto b = static_cast<std::int64_t>(v & 0xFFFFFFFFu);
+      if (f >= b) return false;
+      c = front ? f : b - 1;
+      if (seg_[s].compare_exchange_weak(v, front ? pack(f + 1, b) : pack(f, b - 1))) return true;
+    }
+  }
+
+  // Seat `seat`'s own chunks, then chunks stolen from the end of the others' ranges (a worker
+  // that was not scheduled leaves its range to the others).
+  void chunks(int seat, int nseg, ChunkBody body, void* ctx, std::int64_t n, std::int64_t chunk) {
+    std::int64_t c;
+    for (int k = 0; k < nseg; ++k) {
+      const int s = (seat + k) % nseg;
+      while (claim(s, k == 0, c)) body(ctx, c * chunk, std::min(n, (c + 1) * chunk));
     }
   }
 
@@ -76,11 +102,12 @@ class Pool {
       if (!body_ || seats_ == 0) continue;
       --seats_;
       ++busy_;
+      const int seat = next_seat_++, nseg = nseg_;
       const ChunkBody body = body_;
       void* ctx = ctx_;
       const std::int64_t n = n_, chunk = chunk_;
       lk.unlock();
-      chunks(body, ctx, n, chunk);
+      chunks(seat, nseg, body, ctx, n, chunk);
       lk.lock();
       if (--busy_ == 0) done_.notify_all();
     }
@@ -95,7 +122,8 @@ class Pool {
   ChunkBody body_ = nullptr;
   void* ctx_ = nullptr;
   std::int64_t n_ = 0, chunk_ = 1;
-  std::atomic<std::int64_t> next_{0};
+  std::atomic<std::uint64_t> seg_[kMaxThreads];
+  int nseg_ = 1, next_seat_ = 1;
   int seats_ = 0, busy_ = 0;
   std::uint64_t generation_ = 0;
   bool stop_ = false;
@@ -117,7 +145,8 @@ void parallel_for(std::int64_t n, int threads, std::int64_t chunk, ChunkBody bod
   if (n <= 0) return;
   if (threads <= 0) threads = default_threads();
   chunk = std::max<std::int64_t>(1, chunk);
-  threads = static_cast<int>(std::min<std::int64_t>(threads, (n + chunk - 1) / chunk));
+  threads = static_cast<int>(
+      std::min<std::int64_t>({std::int64_t{threads}, (n + chunk - 1) / chunk, kMaxThreads}));
   pool().run(n, threads, chunk, body, ctx);
 }
 

@@ -10,7 +10,9 @@ namespace tc {
 using ChunkBody = void (*)(void* ctx, std::int64_t begin, std::int64_t end);
 
 // Calls body(ctx, b, e) over [0, n) in chunks of `chunk` on up to `threads` threads (the caller
-// included; threads <= 0: all hardware threads). Returns when every chunk is done. After a call
+// included; threads <= 0: all hardware threads, at most 64). Each thread starts on its own
+// contiguous range of chunks (the same one every call: the caller the first), then takes chunks
+// from the ends of the others' ranges. Returns when every chunk is done. After a call
 // in which the caller waited for a descheduled worker longer than it worked itself, calls run
 // on the calling thread alone for the next 200 ms.
 void parallel_for(std::int64_t n, int threads, std::int64_t chunk, ChunkBody body, void* ctx);

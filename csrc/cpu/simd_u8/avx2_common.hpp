@@ -56,6 +56,8 @@ struct V256 {
   template <int S>
   static T slli16(T a) { return _mm256_slli_epi16(a, S); }
   template <int S>
+  static T srli16(T a) { return _mm256_srli_epi16(a, S); }
+  template <int S>
   static T slli32(T a) { return _mm256_slli_epi32(a, S); }
   template <int S>
   static T srli32(T a) { return _mm256_srli_epi32(a, S); }

@@ -18,9 +18,10 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,avx512f,avx512bw")
 // GCC 12's own AVX-512 headers start many intrinsics from _mm512_undefined_*() and then warn
-// "may be used uninitialized" where they inline (GCC bug 105593); silence it for this region.
+// "(may be) used uninitialized" where they inline (GCC bug 105593); silence it for this region.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #define TC_AVX512_END _Pragma("GCC diagnostic pop") _Pragma("GCC pop_options")
 #endif
 
@@ -55,6 +56,8 @@ struct V512 {
   static T srl64(T a, __m128i s) { return _mm512_srl_epi64(a, s); }
   template <int S>
   static T slli16(T a) { return _mm512_slli_epi16(a, S); }
+  template <int S>
+  static T srli16(T a) { return _mm512_srli_epi16(a, S); }
   template <int S>
   static T slli32(T a) { return _mm512_slli_epi32(a, S); }
   template <int S>

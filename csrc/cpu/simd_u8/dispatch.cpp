@@ -80,14 +80,6 @@ std::uint8_t clip_div(std::int64_t sum, std::int64_t divisor) {
   return static_cast<std::uint8_t>(q > 255 ? 255 : q);
 }
 
-std::int16_t sep_column(const Separable& s, const std::uint8_t* const* rows, std::int64_t x) {
-  std::int32_t sum = 0;
-  for (int u = 0; u < s.kh; ++u) sum += s.a[u] * rows[u][x];
-  std::uint16_t bits = static_cast<std::uint16_t>(sum);
-  if (s.biased()) bits ^= 0x8000u;
-  return static_cast<std::int16_t>(bits);
-}
-
 std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t) {
   std::int64_t sum = 0;
   for (int v = 0; v < s.kw; ++v) {
@@ -295,6 +287,7 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
       for (auto x : s.b) bsum += x;
       s.bias = s.biased() ? 32768 * bsum : 0;
       s.div = make_divider(d, s.h_ir == IR::s32 ? 32 : 16);
+      s.clip255 = an.sum_max / d > 255;
       s.vtaps = make_taps(s.a);
       s.htaps = make_taps(s.b);
       s.run = isa == Isa::avx512 ? &sep_rows_avx512 : &sep_rows_avx2;
@@ -634,13 +627,14 @@ void run_blocks(const Block& bk, const Image& im, int threads) {
 }
 
 void run_separable(const Separable& s, const Image& im, int threads) {
-  const std::int64_t w = im.w, tlen = w + s.kw + 16;
+  const std::int64_t w = im.w, tlen = sep_temp_len(w, s.kw);
   const int nt = thread_count(threads);
   const std::int64_t chunk = chunk_of(im.h, nt);
   // Algorithm 7's temporary row, one per chunk, allocated here so a failure raises MemoryError
   // in the caller rather than terminating a worker thread.
   const std::int64_t nchunks = (im.h + chunk - 1) / chunk;
-  std::vector<std::int16_t> temps(static_cast<std::size_t>(nchunks * tlen), 0);
+  std::vector<std::int16_t, Aligned64<std::int16_t>> temps(
+      static_cast<std::size_t>(nchunks * tlen), 0);
   // Input row pointers, border rows mapped: output row i reads rows[i .. i + kh).
   std::vector<const std::uint8_t*> rows(static_cast<std::size_t>(im.h + s.kh - 1));
   row_pointers(im, -im.ay, static_cast<int>(rows.size()), rows.data());
@@ -650,10 +644,13 @@ void run_separable(const Separable& s, const Image& im, int threads) {
     border_src[c] = map_index(x, w, im.border);
     border_dst[c] = im.ax + x;
   }
+  // Rows narrower than one AVX-512 vector would run the plane passes' scalar remainder: the
+  // AVX2 passes (same arithmetic, half the width) cover 32 .. 63 columns with vectors.
+  const SepRowsFn run = s.run == &sep_rows_avx512 && w < 64 ? &sep_rows_avx2 : s.run;
   parallel_chunks(im.h, nt, chunk, [&](std::int64_t b, std::int64_t e) {
     const SepRows j{rows.data(), w,          temps.data() + (b / chunk) * tlen, im.ax,
                     border_src,  border_dst, im.out,                            im.out_stride};
-    s.run(s, j, b, e);
+    run(s, j, b, e);
   });
 }
 

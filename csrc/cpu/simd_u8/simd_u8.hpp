@@ -82,8 +82,9 @@ struct SepTap {
 // horizontal pass. V unsigned: the column sums are read as uint16 (a >= 0).
 struct Separable;
 // Output rows [b, e) of one image: rows[i + u] is the (border-mapped) input row that kernel row u
-// of output row i reads; t is the temporary row (w + kw + 16 elements, column x at t[ax + x]),
-// whose kw - 1 border columns t[border_dst[c]] hold the sum at column border_src[c] (-1: zero).
+// of output row i reads; t is the temporary row (sep_temp_len(w, kw) elements, 64-byte
+// aligned), whose kw - 1 border columns ax + x (x < 0 or x >= w; border_dst[c] = ax + x) hold the
+// sum at column border_src[c] (-1: zero).
 struct SepRows {
   const std::uint8_t* const* rows;
   std::int64_t w;
@@ -108,11 +109,22 @@ struct Separable {
     SepTap t[kMaxTaps];
   };
   Taps vtaps, htaps;  // from a (rows) and b (columns), prepared once per kernel
+  bool clip255 = true;  // 16-bit IRs: floor(sum / divisor) can exceed 255 (else no min needed)
   SepRowsFn run = nullptr;  // the vector tier's row loop
   bool biased() const { return v_unsigned && h_ir == IR::s32; }
 };
-// Column sum at column x as the vertical pass stores it (scalar).
-std::int16_t sep_column(const Separable& s, const std::uint8_t* const* rows, std::int64_t x);
+// Elements of Algorithm 7's temporary row for width w (both layouts of sep_impl.hpp fit).
+inline std::int64_t sep_temp_len(std::int64_t w, int kw) { return (w + kw + 192 + 31) / 32 * 32; }
+// Column sum at column x as the vertical pass stores it (scalar; inline: the vector passes call
+// it for every row's border columns).
+inline std::int16_t sep_column(const Separable& s, const std::uint8_t* const* rows,
+                               std::int64_t x) {
+  std::int32_t sum = 0;
+  for (int u = 0; u < s.kh; ++u) sum += s.a[u] * rows[u][x];
+  std::uint16_t bits = static_cast<std::uint16_t>(sum);
+  if (s.biased()) bits ^= 0x8000u;
+  return static_cast<std::int16_t>(bits);
+}
 // Exact scalar output from column sums t[0 .. kw) as the vertical pass stored them.
 std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t);
 std::uint8_t clip_div(std::int64_t sum, std::int64_t divisor);  // clip(floor(sum / d), 0, 255)
