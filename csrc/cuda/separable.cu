@@ -400,7 +400,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
       if constexpr (TC) {  // T rows d + 16 wl + {g, g + 8}, columns 32 wo + 8 p + 2 q + {0, 1}
         float acc[kBandGroups][4] = {};
         const Store* src = sin + 16 * wl * pitch + 32 * wo;
-        if (__any_sync(~0u, band_filter<ND>(acc, src, pitch, 1, band_b)))
+        if (__any_sync(~0u, band_filter<ND, true>(acc, src, pitch, 1, band_b)))
           band_direct(acc, src, pitch, 1, cf.b, kw, [](float x) { return T::load(x); });
         const int r0 = 16 * wl + fg;
         float* dst = st + (d + r0) * PT + 32 * wo + 2 * fq;
@@ -450,7 +450,8 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
     if constexpr (TC) {  // outputs: columns 16 wl + {g, g + 8}, rows 32 wo + 8 p + 2 q + {0, 1}
       float acc[kBandGroups][4] = {};
       const Vec* src = st + 32 * wo * PT + 16 * wl;
-      if (__any_sync(~0u, band_filter<ND>(acc, src, 1, PT, band_a)))
+      // T is stored tf32-rounded (T::round): no second rounding here.
+      if (__any_sync(~0u, band_filter<ND, false>(acc, src, 1, PT, band_a)))
         band_direct(acc, src, 1, PT, cf.a, kh, [](float x) { return x; });
       const int x = xb + 16 * wl + fg, yl = 32 * wo + 2 * fq;
       auto put = [&](auto f, auto l, auto full) {
@@ -711,12 +712,12 @@ class SeparablePlan final : public CudaPlan {
     // Not for the exact row decomposition (r = min(kh, kw) terms): its unit-vector factors
     // would fill whole bands with zeros (tf32 random k = 55: 15.4 against 11.9 ms).
     const bool low_rank = r_ == 1 || r_ < std::min(kh, kw);
-    tc_ = low_rank && use_tc(kh, kw, nc + 1) &&
-          fused_smem<P>(kh, kw, nc + 1) <= static_cast<std::size_t>(optin);
-    smem_ = fused_smem<P>(kh, kw, tc_ ? nc + 1 : 0);
+    const bool tc = low_rank && use_tc(kh, kw, nc + 1) &&
+                    fused_smem<P>(kh, kw, nc + 1) <= static_cast<std::size_t>(optin);
+    smem_ = fused_smem<P>(kh, kw, tc ? nc + 1 : 0);
     if (smem_ > static_cast<std::size_t>(optin)) return false;
     if constexpr (kTcPrec<P>) {
-      kern_ = tc_ ? fused_kernel<P, true>(nc) : fused_kernel<P, false>(nc);
+      kern_ = tc ? fused_kernel<P, true>(nc) : fused_kernel<P, false>(nc);
     } else {
       kern_ = fused_kernel<P, false>(nc);
     }
@@ -809,7 +810,7 @@ class SeparablePlan final : public CudaPlan {
 
  private:
   int r_ = 0;
-  bool fused_ = false, tc_ = false;
+  bool fused_ = false;
   std::size_t smem_ = 0;
   std::int64_t seg_ = 0, band_ = 0, ring_rows_ = 0;
   DeviceBuffer a_, b_, ring_, sum_;

@@ -43,11 +43,11 @@ __device__ __forceinline__ void build_band(uint2* band, const Coef& coef, int le
 
 // acc[p] += the 16 x 8 outputs of group p (fragment layout of mma m16n8k8: acc[p][0..3] =
 // D[g][2q], D[g][2q + 1], D[g + 8][2q], D[g + 8][2q + 1]). data[m][i] = src[m * sm + i * si]
-// for i < 8 * (kBandGroups + ND - 1), rounded to tf32 here; the band has ND chunks (zero past
-// the kernel's taps). Returns true (in this lane) if a datum is not finite or |x| >= 2^126:
+// for i < 8 * (kBandGroups + ND - 1), rounded to tf32 here unless ROUND is false (data already
+// tf32, e.g. results of an earlier pass); the band has ND chunks (zero past the kernel's taps). Returns true (in this lane) if a datum is not finite or |x| >= 2^126:
 // acc must not be used then (inf * 0 in the band's zeros gives NaN where the direct sum does
 // not; tf32_bits overflows): see band_direct.
-template <int ND>
+template <int ND, bool ROUND>
 __device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const float* src,
                                             int sm, int si, const uint2* band) {
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
@@ -64,7 +64,7 @@ __device__ __forceinline__ bool band_filter(float (&acc)[kBandGroups][4], const 
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       bad |= !(fabsf(x[e]) < 0x1p126f);
-      a[e] = tf32_bits(x[e]);
+      a[e] = ROUND ? tf32_bits(x[e]) : __float_as_uint(x[e]);
     }
 #pragma unroll
     for (int p = 0; p < kBandGroups; ++p) {
