@@ -39,7 +39,7 @@ L2_BYTES = 50 << 20
 # Non-default forms timed beside the defaults (rows carry "variant").
 VARIANT_ENV = {"coefs=constant": ("TENSORCONV_NAIVE_SHMEM_COEFS", "constant"),
                "two_pass": ("TENSORCONV_SEPARABLE_FUSED", "0"),
-               # separable tf32 with FFMA passes instead of the tensor-core banded ones
+               # separable tf32 / fp32 with FFMA passes instead of the tensor-core banded ones
                "ffma": ("TENSORCONV_SEPARABLE_TC", "0")}
 
 
@@ -163,7 +163,7 @@ def main(argv=None):
                         kinds.append(("random", "coefs=constant"))
                     if m.name == "separable" and prec in ("fp32", "fp64"):
                         kinds.append(("gaussian", "two_pass"))
-                    if m.name == "separable" and prec == "tf32":
+                    if m.name == "separable" and prec in ("tf32", "fp32"):
                         kinds.append(("gaussian", "ffma"))
                     kinds = [kv for kv in kinds if kv[0] in args.kinds.split(",")]
                     for kind, variant in kinds:

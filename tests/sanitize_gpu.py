@@ -56,10 +56,11 @@ def main():
         ok &= check("separable", p, rng.standard_normal((400, 130)), rng.standard_normal((9, 64)))
         # 16-byte rows: the cp.async staging (interior fast path and zero-filled edges)
         ok &= check("separable", p, rng.standard_normal((400, 136)), np.outer(g, g))
-    # the tensor-core passes (tf32), with a NaN that sends warps to the fallback
+    # the tensor-core passes (tf32 MMAs; fp32: fp64 MMAs), with a NaN that sends warps to the
+    # fallback
     os.environ["TENSORCONV_SEPARABLE_TC"] = "1"
     g21 = np.exp(-0.5 * ((np.arange(21) - 10) / 4.0) ** 2)
-    for p in ("tf32",):
+    for p in ("tf32", "fp32"):
         ok &= check("separable", p, rng.standard_normal((400, 136)), np.outer(g21, g21))
         img = rng.standard_normal((300, 130))
         img[100, 50] = np.nan

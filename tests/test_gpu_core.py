@@ -140,11 +140,12 @@ def test_separable_staging_paths(precision):
 
 
 @pytest.mark.parametrize("tc_form", ["1", "0"])
-def test_separable_tensor_core_passes(tc_form, monkeypatch):
-    """tf32 runs both fused passes on the tensor cores as banded products; with
-    TENSORCONV_SEPARABLE_TC=0 it keeps the FFMA passes. Both stay within tf32's bounds, on edge
-    tiles, multi-term kernels, kernels up to 64 taps and long walks (T rows shifted)."""
-    precision = "tf32"
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+def test_separable_tensor_core_passes(precision, tc_form, monkeypatch):
+    """tf32 runs both fused passes on the tensor cores as banded products (tf32 MMAs), fp32 its
+    column pass (fp64 MMAs); with TENSORCONV_SEPARABLE_TC=0 both keep the FFMA passes. All stay
+    within the precision's bounds, on edge tiles, multi-term kernels, kernels up to 64 taps and
+    long walks (T rows shifted)."""
     monkeypatch.setenv("TENSORCONV_SEPARABLE_TC", tc_form)
     monkeypatch.setenv("TENSORCONV_SEPARABLE_SEGMENT", "300")
     rng = np.random.default_rng(23)
@@ -162,11 +163,11 @@ def test_separable_tensor_core_passes(tc_form, monkeypatch):
     assert mape(out, _ref(positive, g)) <= mape_bound("separable", precision)
 
 
-def test_separable_tensor_core_nonfinite_fallback(monkeypatch):
-    """The banded products would spread NaN/inf through the band's zero taps; a block that
-    meets one (or |x| >= 2^126) finishes with FFMAs, so they reach only their own windows."""
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+def test_separable_tensor_core_nonfinite_fallback(precision, monkeypatch):
+    """The banded products would spread NaN/inf through the band's zero taps; a warp that
+    meets one (tf32: or |x| >= 2^126) finishes with FMAs, so they reach only their own windows."""
     monkeypatch.setenv("TENSORCONV_SEPARABLE_TC", "1")
-    precision = "tf32"
     rng = np.random.default_rng(24)
     image = rng.random((400, 300))
     image[37, 41] = np.nan

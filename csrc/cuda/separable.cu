@@ -7,7 +7,8 @@
 // Row pass: T[t, x] = sum_v b[v] in[t, x + v]; column pass: out[y, x] (+)= sum_u a[u] T[y + u, x].
 // For kh, kw <= 64 and scalar precisions both run fused in one kernel with T in shared memory;
 // fp16 (half2 lanes) and larger kernels use a row-pass kernel and a column-pass kernel. The fused
-// passes run as banded products on the tf32 tensor cores (tf32_band.cuh) for tf32 from 13 taps.
+// passes run as banded products on the tensor cores (band_mma.cuh): both on tf32 MMAs for tf32
+// from 13 taps, and for fp32 from 25 taps the column pass on fp64 MMAs (DMMA).
 // T (and the running sum over the r terms) is held in the precision's compute type. T is a ring
 // of rows processed in bands when it would pass 1 GiB (TENSORCONV_SEPARABLE_BAND_MB sets the
 // size: bands small enough to keep T in L2 were measured slower on the H100, 2026-11-22).
@@ -24,7 +25,7 @@
 #include "common.cuh"
 #include "precision.cuh"
 #include "sliding.cuh"
-#include "tf32_band.cuh"
+#include "band_mma.cuh"
 
 namespace tc {
 namespace cuda {
@@ -181,9 +182,33 @@ static_assert(BX * BY == 256 && FG == 2 * BX && FOH == FG, "fused pass thread la
 static_assert(FG == 4 * 16 && FW == 2 * 8 * kBandGroups && FOH == 2 * 8 * kBandGroups,
               "tensor-core passes: 8 warps = 4 x 16 lines x 2 x 32 outputs");
 
-// The tensor-core form of both passes (tf32_band.cuh): tf32 only (fp32 by 3xTF32: see there).
+// The tensor-core forms of the passes (band_mma.cuh), per precision: Row / Col name the MMA of
+// the row / column pass (void: FFMAs). tf32: both on tf32 MMAs (fused_pass). fp32: the column
+// pass on fp64 MMAs beside an FFMA row pass, in the warp-specialized fused_ws_pass (sm_90), so
+// that the FMA and tensor pipes work at once (fp64 MMAs in both passes, or both passes in the
+// same warps, measured slower: benchmark notes).
 template <Precision P>
-constexpr bool kTcPrec = P == Precision::tf32;
+struct FusedMma {
+  using Row = void;
+  using Col = void;
+};
+template <>
+struct FusedMma<Precision::tf32> {
+  using Row = BandTf32;
+  using Col = BandTf32;
+};
+template <>
+struct FusedMma<Precision::fp32> {
+  using Row = void;
+  using Col = BandF64;
+};
+template <class M>
+constexpr bool kMma = !std::is_void<M>::value;
+template <class M>
+constexpr std::size_t bfrag_bytes() {
+  if constexpr (kMma<M>) return sizeof(typename M::BFrag);
+  else return 0;
+}
 // T row pitch: FW + 4 keeps the row pass's 16-byte stores conflict-free; the tensor-core column
 // pass reads 4 rows x 8 columns per load, conflict-free when the pitch is 8 (mod 32) words.
 template <bool TC>
@@ -219,13 +244,13 @@ struct FusedCoef {  // passed by value: lives in the kernel's constant parameter
   E b[FMAX];
 };
 
-// nd: band chunks of the tensor-core passes (0: FFMA passes).
-template <Precision P>
+// nd: band chunks of the tensor-core passes (RM / CM: row / column pass MMA, void for FFMAs).
+template <Precision P, class RM, class CM>
 std::size_t fused_smem(int kh, int kw, int nd) {
   using S = typename Prec<P>::Store;
-  const std::size_t pt = nd > 0 ? kPitchT<true> : kPitchT<false>;
-  return FG * fused_in_pitch<S>(kw, nd) * sizeof(S) +
-         fused_t_rows(kh, nd) * pt * sizeof(typename Prec<P>::Elem) + 2 * nd * 32 * sizeof(uint2);
+  return FG * fused_in_pitch<S>(kw, kMma<RM> ? nd : 0) * sizeof(S) +
+         fused_t_rows(kh, kMma<CM> ? nd : 0) * kPitchT<kMma<CM>> * sizeof(typename Prec<P>::Elem) +
+         nd * 32 * (bfrag_bytes<RM>() + bfrag_bytes<CM>());
 }
 
 template <class E, int N>
@@ -304,14 +329,124 @@ __device__ __forceinline__ void fused_taps(Vec (&acc)[FR], int n, const E (&coef
   }
 }
 
+// Stage FG image rows from t0 (columns xb .. xb + xa_n - 1) into sin, zero past the image:
+// lanes along x (coalesced reads), rows r0, r0 + rstep, ... per warp.
+template <Precision P>
+__device__ __forceinline__ void stage_group(const typename Prec<P>::Store* __restrict__ in,
+                                            std::int64_t in_stride, int ih, int iw, int xb, int t0,
+                                            typename Prec<P>::Store* sin, int pitch, int xa_n,
+                                            bool async, int r0, int rstep) {
+  using T = Prec<P>;
+  using Store = typename T::Store;
+  constexpr int V = kVec<Store>;
+  const int tx = threadIdx.x;
+  if (async) {
+    const int units = (xa_n + V - 1) / V;
+    if (t0 + FG <= ih && xb + units * V <= iw) {  // the whole tile is inside the image
+      const Store* src = in + static_cast<std::int64_t>(t0 + r0) * in_stride + xb;
+      Store* dst = sin + r0 * pitch;
+      for (int r = r0; r < FG; r += rstep, src += rstep * in_stride, dst += rstep * pitch)
+        for (int u = tx; u < units; u += BX) cp_async_bytes(dst + u * V, src + u * V, 16);
+      return;
+    }
+    for (int r = r0; r < FG; r += rstep) {  // tiles at the image's edges: zero-filled copies
+      const int t = t0 + r;
+      const Store* row = in + static_cast<std::int64_t>(min(t, ih - 1)) * in_stride + xb;
+      for (int u = tx; u < units; u += BX) {
+        const int left = t < ih ? iw - xb - u * V : 0;  // elements of the unit in the image
+        const int bytes = left <= 0 ? 0 : (left >= V ? 16 : left * static_cast<int>(sizeof(Store)));
+        cp_async_bytes(sin + r * pitch + u * V, bytes ? row + u * V : in, bytes);
+      }
+    }
+  } else {
+    for (int r = r0; r < FG; r += rstep) {
+      const int t = t0 + r;
+      const Store* row = in + static_cast<std::int64_t>(min(t, ih - 1)) * in_stride;
+      for (int xa = tx; xa < xa_n; xa += BX) {
+        const int x = xb + xa;
+        sin[r * pitch + xa] = (t < ih && x < iw) ? row[x] : T::store(T::zero_elem());
+      }
+    }
+  }
+}
+
+// Calls put(F, L, full) with the compile-time flags of this term (one term, rank 1, is the
+// common case and gets unguarded copies for full tiles).
+template <class Put>
+__device__ __forceinline__ void dispatch_term(bool first, bool last, bool full, Put put) {
+  using Y = std::true_type;
+  using N = std::false_type;
+  if (first && last) {
+    if (full) put(Y{}, Y{}, Y{});
+    else put(Y{}, Y{}, N{});
+  } else if (first) put(Y{}, N{}, N{});
+  else if (last) put(N{}, Y{}, N{});
+  else put(N{}, N{}, N{});
+}
+
+// The outputs of a tensor-core column pass (band_filter's layout: columns x, x + 8, rows
+// y + 8 p + {0, 1}); `rows` of them from y are in the segment, x < ow the image's.
+template <Precision P, class Acc>
+__device__ __forceinline__ void emit_band(const Acc (&acc)[kBandGroups][4], int x, int y,
+                                          int rows, int ow, bool first, bool last, bool full,
+                                          typename Prec<P>::Elem* sum, std::int64_t sum_stride,
+                                          typename Prec<P>::Store* out, std::int64_t out_stride) {
+  using Vec = typename Prec<P>::Vec;
+  dispatch_term(first, last, full, [&](auto f, auto l, auto fl) {
+    constexpr bool F = decltype(f)::value, L = decltype(l)::value, FULL = decltype(fl)::value;
+    typename Prec<P>::Store* o = out + static_cast<std::int64_t>(y) * out_stride + x;
+    Vec* sm = sum + static_cast<std::int64_t>(y) * sum_stride + x;
+#pragma unroll
+    for (int p = 0; p < kBandGroups; ++p) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int dy = e & 1, dx = 8 * (e >> 1);
+        if (FULL || (8 * p + dy < rows && x + dx < ow))
+          emit<P, F, L>(static_cast<Vec>(acc[p][e]), sm + dy * sum_stride + dx,
+                        o + dy * out_stride + dx);
+      }
+      o += 8 * out_stride;
+      sm += 8 * sum_stride;
+    }
+  });
+}
+
+// One thread's FFMA row pass: FR outputs of the tile row at `src` (16-byte aligned), written to
+// the T row at `dst` if `store`, rounded to the column pass's operand type.
+template <Precision P, int NC>
+__device__ __forceinline__ void ffma_row(const typename Prec<P>::Store* src, int kw,
+                                         const typename Prec<P>::Elem (&coef)[FMAX],
+                                         typename Prec<P>::Vec* dst, bool store) {
+  using T = Prec<P>;
+  using Vec = typename T::Vec;
+  using Store = typename T::Store;
+  constexpr int V = kVec<Store>;
+  Vec acc[FR];
+#pragma unroll
+  for (int j = 0; j < FR; ++j) acc[j] = T::zero();
+  fused_taps<T, NC, V>(acc, kw, coef, [&](int c) {
+    const Chunk<Store, V> e = unpack16(*reinterpret_cast<const uint4*>(src + c * V), Store{});
+    Chunk<Vec, V> r;
+#pragma unroll
+    for (int i = 0; i < V; ++i) r.v[i] = T::load(e.v[i]);
+    return r;
+  });
+  if (store) {  // 16-byte stores (the compiler cannot prove the alignment itself)
+    constexpr int E = 16 / static_cast<int>(sizeof(Vec));
+    uint4* d = reinterpret_cast<uint4*>(dst);
+#pragma unroll
+    for (int j = 0; j < FR / E; ++j) d[j] = pack16(acc + j * E, T{});  // column-pass operands
+  }
+}
+
 // Blocks per SM the register allocation must allow (else the fully unrolled taps hoist every
 // load and use ~200 registers).
 // The tensor-core passes: 2 blocks/SM (3 measured 0.090 against 0.082 ms, tf32 k = 55).
 template <Precision P, bool TC>
 constexpr int fused_min_blocks() { return P == Precision::fp64 || TC ? 2 : 3; }
 
-template <Precision P, int NC, bool TC>
-__global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
+template <Precision P, int NC, class RM, class CM>
+__global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<CM>>())
     fused_pass(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
                int iw, int oh, int ow, int seg, typename Prec<P>::Elem* sum,
                std::int64_t sum_stride, typename Prec<P>::Store* out, std::int64_t out_stride,
@@ -320,66 +455,46 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
   using T = Prec<P>;
   using Vec = typename T::Vec;
   using Store = typename T::Store;
-  constexpr int V = kVec<Store>, PT = kPitchT<TC>;
+  constexpr bool RT = kMma<RM>, CTC = kMma<CM>;  // row / column pass on the tensor cores
+  constexpr int PT = kPitchT<CTC>;
   static_assert(T::W == 1, "fused_pass is for scalar precisions");
-  static_assert(!TC || kTcPrec<P>, "tensor-core passes are tf32");
+  static_assert((!RT || std::is_same<RM, typename FusedMma<P>::Row>::value) &&
+                    (!CTC || std::is_same<CM, typename FusedMma<P>::Col>::value),
+                "tensor-core pass not declared for this precision (FusedMma)");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  // Tensor-core passes: ND band chunks for both (compile-time: no per-MMA guards); the plan
-  // takes them only when kh and kw need ND or ND - 1 chunks.
-  constexpr int ND = TC ? NC + 1 : 0;
-  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw, ND);
-  const int t_rows = fused_t_rows(kh, ND);
+  // Tensor-core passes: ND band chunks (compile-time: no per-MMA guards); the plan takes them
+  // only when the filtered sides need ND or ND - 1 chunks.
+  constexpr int ND = RT || CTC ? NC + 1 : 0;
+  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw, RT ? ND : 0);
+  const int t_rows = fused_t_rows(kh, CTC ? ND : 0);
   Store* sin = reinterpret_cast<Store*>(smem_raw);    // FG image rows x pitch
   Vec* st = reinterpret_cast<Vec*>(sin + FG * pitch);  // t_rows T rows x PT
-  uint2* band_b = reinterpret_cast<uint2*>(st + t_rows * PT);  // tensor-core bands (TC only)
-  uint2* band_a = band_b + ND * 32;
+  unsigned char* bands = reinterpret_cast<unsigned char*>(st + t_rows * PT);  // 16-byte aligned
+  auto* band_b = reinterpret_cast<typename std::conditional_t<RT, RM, BandTf32>::BFrag*>(bands);
+  auto* band_a = reinterpret_cast<typename std::conditional_t<CTC, CM, BandTf32>::BFrag*>(
+      bands + ND * 32 * bfrag_bytes<RM>());
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
   const int xb = blockIdx.x * FW, ys = blockIdx.y * seg;
   const int y_end = min(oh, ys + seg);
   if (ys >= y_end) return;
   const int steps = (y_end - ys + FOH - 1) / FOH;
-  if constexpr (TC) {
-    build_band(band_b, cf.b, kw, ND, tid, BX * BY);
-    build_band(band_a, cf.a, kh, ND, tid, BX * BY);
-    // The passes read whole 8-wide chunks: columns past the window and T rows past FOH + kh - 1
-    // meet zero taps but must be finite.
+  // The passes read whole 8-wide chunks: columns past the window and T rows past FOH + kh - 1
+  // meet zero taps but must be finite.
+  if constexpr (RT) {
+    build_band<RM>(band_b, cf.b, kw, ND, tid, BX * BY);
     for (int i = tid; i < FG * pitch; i += BX * BY) sin[i] = 0.0f;
-    for (int i = (FOH + kh - 1) * PT + tid; i < t_rows * PT; i += BX * BY) st[i] = 0.0f;
-    __syncthreads();
   }
+  if constexpr (CTC) {
+    build_band<CM>(band_a, cf.a, kh, ND, tid, BX * BY);
+    for (int i = (FOH + kh - 1) * PT + tid; i < t_rows * PT; i += BX * BY) st[i] = 0.0f;
+  }
+  if constexpr (RT || CTC) __syncthreads();
   // Groups of FG image rows: step 0 filters FOH + kh - 1 rows into T rows 0.., every later
   // step FG rows into T rows kh - 1 (after the shift).
   const int g0 = (FOH + kh - 1 + FG - 1) / FG, groups = g0 + steps - 1;
-  auto stage = [&](int g) {  // lanes along x: coalesced reads
-    const int t0 = g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + kh - 1;
-    if (async) {
-      const int units = (xa_n + V - 1) / V;
-      if (t0 + FG <= ih && xb + units * V <= iw) {  // the whole tile is inside the image
-        const Store* src = in + static_cast<std::int64_t>(t0 + ty) * in_stride + xb;
-        Store* dst = sin + ty * pitch;
-        for (int r = ty; r < FG; r += BY, src += BY * in_stride, dst += BY * pitch)
-          for (int u = tx; u < units; u += BX) cp_async_bytes(dst + u * V, src + u * V, 16);
-        return;
-      }
-      for (int r = ty; r < FG; r += BY) {  // tiles at the image's edges: zero-filled copies
-        const int t = t0 + r;
-        const Store* row = in + static_cast<std::int64_t>(min(t, ih - 1)) * in_stride + xb;
-        for (int u = tx; u < units; u += BX) {
-          const int left = t < ih ? iw - xb - u * V : 0;  // elements of the unit in the image
-          const int bytes = left <= 0 ? 0 : (left >= V ? 16 : left * static_cast<int>(sizeof(Store)));
-          cp_async_bytes(sin + r * pitch + u * V, bytes ? row + u * V : in, bytes);
-        }
-      }
-    } else {
-      for (int r = ty; r < FG; r += BY) {
-        const int t = t0 + r;
-        const Store* row = in + static_cast<std::int64_t>(min(t, ih - 1)) * in_stride;
-        for (int xa = tx; xa < xa_n; xa += BX) {
-          const int x = xb + xa;
-          sin[r * pitch + xa] = (t < ih && x < iw) ? row[x] : T::store(T::zero_elem());
-        }
-      }
-    }
+  auto stage = [&](int g) {
+    stage_group<P>(in, in_stride, ih, iw, xb, g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + kh - 1,
+                   sin, pitch, xa_n, async, ty, BY);
   };
   stage(0);
   const int rl = tx + BX * (ty >> 2), xg = ty & 3;  // FFMA row pass: image row, group of FR outputs
@@ -397,80 +512,40 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
       __syncthreads();  // sin holds group g; the shift is done
       const int d = s == 0 ? g * FG : kh - 1;
       const int n = s == 0 ? imin(FG, FOH + kh - 1 - g * FG) : FG;
-      if constexpr (TC) {  // T rows d + 16 wl + {g, g + 8}, columns 32 wo + 8 p + 2 q + {0, 1}
-        float acc[kBandGroups][4] = {};
+      if constexpr (RT) {  // T rows d + 16 wl + {g, g + 8}, columns 32 wo + 8 p + 2 q + {0, 1}
+        typename RM::Acc acc[kBandGroups][4] = {};
         const Store* src = sin + 16 * wl * pitch + 32 * wo;
-        if (__any_sync(~0u, band_filter<ND, true>(acc, src, pitch, 1, band_b)))
-          band_direct(acc, src, pitch, 1, cf.b, kw, [](float x) { return T::load(x); });
+        auto chunk = [&](int j) { return src + 8 * j; };  // columns past the window are zero
+        if (__any_sync(~0u, band_filter<RM, ND, true>(acc, chunk, pitch, 1, 1 << 30, band_b)))
+          band_direct(acc, chunk, pitch, 1, cf.b, kw, [](float x) { return T::load(x); });
         const int r0 = 16 * wl + fg;
         float* dst = st + (d + r0) * PT + 32 * wo + 2 * fq;
 #pragma unroll
         for (int p = 0; p < kBandGroups; ++p) {
           if (r0 < n)
-            *reinterpret_cast<float2*>(dst + 8 * p) =
-                make_float2(T::round(acc[p][0]), T::round(acc[p][1]));
+            *reinterpret_cast<float2*>(dst + 8 * p) = make_float2(
+                T::round(static_cast<float>(acc[p][0])), T::round(static_cast<float>(acc[p][1])));
           if (r0 + 8 < n)
-            *reinterpret_cast<float2*>(dst + 8 * PT + 8 * p) =
-                make_float2(T::round(acc[p][2]), T::round(acc[p][3]));
+            *reinterpret_cast<float2*>(dst + 8 * PT + 8 * p) = make_float2(
+                T::round(static_cast<float>(acc[p][2])), T::round(static_cast<float>(acc[p][3])));
         }
       } else {
-        Vec acc[FR];
-#pragma unroll
-        for (int j = 0; j < FR; ++j) acc[j] = T::zero();
-        fused_taps<T, NC, V>(acc, kw, cf.b, [&](int c) {
-          const Chunk<Store, V> e = unpack16(*reinterpret_cast<const uint4*>(my_row + c * V), Store{});
-          Chunk<Vec, V> r;
-#pragma unroll
-          for (int i = 0; i < V; ++i) r.v[i] = T::load(e.v[i]);
-          return r;
-        });
-        if (rl < n) {  // 16-byte stores (the compiler cannot prove the alignment itself)
-          constexpr int E = 16 / static_cast<int>(sizeof(Vec));
-          uint4* dst = reinterpret_cast<uint4*>(st + (d + rl) * PT + xg * FR);
-#pragma unroll
-          for (int j = 0; j < FR / E; ++j) dst[j] = pack16(acc + j * E, T{});  // column-pass operands
-        }
+        ffma_row<P, NC>(my_row, kw, cf.b, st + (d + rl) * PT + xg * FR, rl < n);
       }
       __syncthreads();  // sin is free, st has the group
       if (g + 1 < groups) stage(g + 1);  // lands during the column pass / next row pass
     }
     const int rows_left = y_end - y;  // output rows of this step: min(FOH, rows_left)
-    using Y = std::true_type;
-    using N = std::false_type;
-    // Calls put(F, L, full) with the compile-time flags of this term (one term, rank 1, is the
-    // common case and gets unguarded copies for full tiles).
-    auto dispatch = [&](auto put, bool full) {
-      if (first && last) {
-        if (full) put(Y{}, Y{}, Y{});
-        else put(Y{}, Y{}, N{});
-      } else if (first) put(Y{}, N{}, N{});
-      else if (last) put(N{}, Y{}, N{});
-      else put(N{}, N{}, N{});
-    };
-    if constexpr (TC) {  // outputs: columns 16 wl + {g, g + 8}, rows 32 wo + 8 p + 2 q + {0, 1}
-      float acc[kBandGroups][4] = {};
+    if constexpr (CTC) {  // outputs: columns 16 wl + {g, g + 8}, rows 32 wo + 8 p + 2 q + {0, 1}
+      typename CM::Acc acc[kBandGroups][4] = {};
       const Vec* src = st + 32 * wo * PT + 16 * wl;
-      // T is stored tf32-rounded (T::round): no second rounding here.
-      if (__any_sync(~0u, band_filter<ND, false>(acc, src, 1, PT, band_a)))
-        band_direct(acc, src, 1, PT, cf.a, kh, [](float x) { return x; });
-      const int x = xb + 16 * wl + fg, yl = 32 * wo + 2 * fq;
-      auto put = [&](auto f, auto l, auto full) {
-        constexpr bool F = decltype(f)::value, L = decltype(l)::value;
-        Store* o = out + static_cast<std::int64_t>(y + yl) * out_stride + x;
-        Vec* sm = sum + static_cast<std::int64_t>(y + yl) * sum_stride + x;
-#pragma unroll
-        for (int p = 0; p < kBandGroups; ++p) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int dy = e & 1, dx = 8 * (e >> 1);
-            if (decltype(full)::value || (yl + 8 * p + dy < rows_left && x + dx < ow))
-              emit<P, F, L>(acc[p][e], sm + dy * sum_stride + dx, o + dy * out_stride + dx);
-          }
-          o += 8 * out_stride;
-          sm += 8 * sum_stride;
-        }
-      };
-      dispatch(put, rows_left >= FOH && xb + FW <= ow);
+      // T is stored rounded to the operand type (T::round): no second rounding here.
+      auto chunk = [&](int j) { return src + 8 * j * PT; };  // rows past the window are zero
+      if (__any_sync(~0u, band_filter<CM, ND, false>(acc, chunk, 1, PT, 1 << 30, band_a)))
+        band_direct(acc, chunk, 1, PT, cf.a, kh, [](float x) { return x; });
+      const int yl = 32 * wo + 2 * fq;
+      emit_band<P>(acc, xb + 16 * wl + fg, y + yl, rows_left - yl, ow, first, last,
+                   rows_left >= FOH && xb + FW <= ow, sum, sum_stride, out, out_stride);
     } else {
       Vec acc[FR];
 #pragma unroll
@@ -492,7 +567,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
             sm += sum_stride;
           }
         };
-        dispatch(put, rows == FR);
+        dispatch_term(first, last, rows == FR, put);
       }
     }
     if (s + 1 < steps) {
@@ -504,6 +579,140 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, TC>())
   }
 }
 
+// ---- fused pass, warp-specialized (fp32: FFMA row pass + fp64-MMA column pass, sm_90) ---------
+// The FMA pipe and the tensor pipe (DMMA: 32 fp64 FMAs per clock per SM sub-partition, as many
+// as fp32 FFMAs) run at once when each has its own warps: warps 0-7 (two warpgroups) stage the
+// image and run the FFMA row pass (as fused_pass) into a ring of T rows, warps 8-11 (one
+// warpgroup) run the column pass on finished steps as banded fp64 products. Named barriers hand
+// steps over: FULL (rows of step s written), EMPTY (step s read: its ring rows may be
+// rewritten); the row pass runs up to kDepth steps ahead. setmaxnreg moves registers from the
+// row pass (64 suffice) to the column pass (112: fp64 accumulators), 2 blocks per SM.
+// Measured (H100, Gaussian k = 55, 4096^2): 4 row-pass warps left it latency-bound (0.116 ms);
+// 8 at 80 registers each spilled in the column pass (0.127); this form 0.111 (FFMAs: 0.124).
+namespace ws {
+constexpr int kWarpsY = 12, kThreads = BX * kWarpsY, kProducers = BX * 8;
+constexpr int kDepth = 3;  // steps the row pass may run ahead of the column pass
+constexpr int kFull = 1, kEmpty = kFull + kDepth, kStage = kEmpty + kDepth;  // barrier ids
+__device__ __forceinline__ void bar_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+// This warpgroup's register budget (sm_90a; elsewhere the launch's 80 stand, with spills).
+template <bool INC, int N>
+__device__ __forceinline__ void set_max_regs() {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  if constexpr (INC) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+  else asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#endif
+}
+}  // namespace ws
+
+// Ring rows: a step's window (as the column pass's chunks address it) plus the FG rows written
+// meanwhile, a multiple of 8 so that no 8-row chunk wraps.
+__host__ __device__ inline int ws_ring_rows(int kh, int nd) {
+  return (fused_t_rows(kh, nd) + (ws::kDepth - 1) * FG + 7) / 8 * 8;
+}
+
+template <Precision P, class CM>
+std::size_t fused_ws_smem(int kh, int kw, int nd) {
+  using S = typename Prec<P>::Store;
+  return FG * fused_in_pitch<S>(kw, 0) * sizeof(S) +
+         ws_ring_rows(kh, nd) * kPitchT<true> * sizeof(typename Prec<P>::Elem) +
+         nd * 32 * bfrag_bytes<CM>();
+}
+
+template <Precision P, int NC, class CM>
+__global__ void __launch_bounds__(ws::kThreads, 2)
+    fused_ws_pass(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
+                  int iw, int oh, int ow, int seg, typename Prec<P>::Elem* sum,
+                  std::int64_t sum_stride, typename Prec<P>::Store* out, std::int64_t out_stride,
+                  int kh, int kw, bool first, bool last, bool async,
+                  const __grid_constant__ FusedCoef<typename Prec<P>::Elem> cf) {
+  using T = Prec<P>;
+  using Vec = typename T::Vec;
+  using Store = typename T::Store;
+  constexpr int PT = kPitchT<true>, ND = NC + 1;
+  static_assert(T::W == 1 && std::is_same<CM, typename FusedMma<P>::Col>::value,
+                "warp-specialized pass: the precision's tensor-core column pass");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw, 0), R = ws_ring_rows(kh, ND);
+  Store* sin = reinterpret_cast<Store*>(smem_raw);       // FG image rows x pitch
+  Vec* ring = reinterpret_cast<Vec*>(sin + FG * pitch);  // R T rows x PT
+  auto* band_a = reinterpret_cast<typename CM::BFrag*>(ring + R * PT);
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
+  const int xb = blockIdx.x * FW, ys = blockIdx.y * seg;
+  const int y_end = min(oh, ys + seg);
+  if (ys >= y_end) return;
+  const int steps = (y_end - ys + FOH - 1) / FOH;
+  const int win = FOH + kh - 1;  // T rows a step reads
+  build_band<CM>(band_a, cf.a, kh, ND, tid, ws::kThreads);
+  for (int i = tid; i < R * PT; i += ws::kThreads) ring[i] = 0.0f;  // finite, for the band's zeros
+  __syncthreads();
+  // Step 0 filters T rows 0 .. win - 1 (g0 groups), step s rows s FOH + kh - 1 .. + FG - 1.
+  const int g0 = (win + FG - 1) / FG;
+  if (ty < 8) {
+    ws::set_max_regs<false, 64>();
+    // Row pass: lane = image row rl, group of FR outputs xg.
+    const int rl = tx + BX * (ty >> 2), xg = ty & 3;
+    auto stage = [&](int g) {
+      stage_group<P>(in, in_stride, ih, iw, xb, g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + kh - 1,
+                     sin, pitch, xa_n, async, ty, 8);
+    };
+    stage(0);
+    int g = 0;
+    for (int s = 0; s < steps; ++s) {
+      // Step s's rows replace those of step s - kDepth in the ring.
+      if (s >= ws::kDepth) ws::bar_sync(ws::kEmpty + s % ws::kDepth, ws::kThreads);
+      for (const int g_end = s == 0 ? g0 : g + 1; g < g_end; ++g) {
+        cp_async_wait_all();
+        ws::bar_sync(ws::kStage, ws::kProducers);  // sin holds group g
+        const int d = s == 0 ? g * FG : s * FOH + kh - 1;  // its first T row
+        const int n = s == 0 ? imin(FG, win - g * FG) : FG;
+        const int slot = d + rl < R ? d + rl : (d + rl) % R;
+        ffma_row<P, NC>(sin + rl * pitch + xg * FR, kw, cf.b, ring + slot * PT + xg * FR, rl < n);
+        ws::bar_sync(ws::kStage, ws::kProducers);  // sin is free
+        if (g + 1 < g0 + steps - 1) stage(g + 1);
+      }
+      ws::bar_arrive(ws::kFull + s % ws::kDepth, ws::kThreads);
+    }
+  } else {
+    // Column pass: warp w = 16 columns 16 w + {g, g + 8}, two halves of 32 rows each.
+    ws::set_max_regs<true, 112>();
+    const int w = ty - 8, fg = tx >> 2, fq = tx & 3;
+    for (int s = 0; s < steps; ++s) {
+      ws::bar_sync(ws::kFull + s % ws::kDepth, ws::kThreads);
+      const int y = ys + s * FOH, rows_left = y_end - y;
+#pragma unroll 1
+      for (int wo = 0; wo < 2; ++wo) {
+        typename CM::Acc acc[kBandGroups][4] = {};
+        const int base = (s * FOH + 32 * wo) % R;
+        auto chunk = [&](int j) {
+          int sl = base + 8 * j;
+          sl -= sl >= R ? R : 0;
+          return ring + sl * PT + 16 * w;
+        };
+        // Rows past the window are being rewritten by the row pass: read as zero.
+        if (__any_sync(~0u, band_filter<CM, ND, false, false>(acc, chunk, 1, PT, win - 32 * wo, band_a)))
+          band_direct(acc, chunk, 1, PT, cf.a, kh, [](float x) { return x; });
+        const int yl = 32 * wo + 2 * fq;
+        emit_band<P>(acc, xb + 16 * w + fg, y + yl, rows_left - yl, ow, first, last,
+                     rows_left >= FOH && xb + FW <= ow, sum, sum_stride, out, out_stride);
+      }
+      if (s + ws::kDepth < steps) ws::bar_arrive(ws::kEmpty + s % ws::kDepth, ws::kThreads);
+    }
+  }
+}
+
+template <Precision P, class CM, int NC = 1>
+auto fused_ws_kernel(int nc) -> decltype(&fused_ws_pass<P, 1, CM>) {
+  if constexpr (NC < FMAX / FCH) {
+    if (nc > NC) return fused_ws_kernel<P, CM, NC + 1>(nc);
+  }
+  return &fused_ws_pass<P, NC, CM>;
+}
+
 // The fused kernel's pointer type; half2 fp16 has no fused pass (and must not name one).
 template <Precision P, bool = (Prec<P>::W == 1)>
 struct FusedPtr {
@@ -511,16 +720,16 @@ struct FusedPtr {
 };
 template <Precision P>
 struct FusedPtr<P, true> {
-  using type = decltype(&fused_pass<P, 1, false>);
+  using type = decltype(&fused_pass<P, 1, void, void>);
 };
 
 // The fused kernel for NC = ceil(max(kh, kw) / 8) chunks of taps, picked at run time.
-template <Precision P, bool TC, int NC = 1>
-auto fused_kernel(int nc) -> decltype(&fused_pass<P, 1, false>) {
+template <Precision P, class RM, class CM, int NC = 1>
+auto fused_kernel(int nc) -> decltype(&fused_pass<P, 1, void, void>) {
   if constexpr (NC < FMAX / FCH) {
-    if (nc > NC) return fused_kernel<P, TC, NC + 1>(nc);
+    if (nc > NC) return fused_kernel<P, RM, CM, NC + 1>(nc);
   }
-  return &fused_pass<P, NC, TC>;
+  return &fused_pass<P, NC, RM, CM>;
 }
 
 // ---- host: rank-revealing decomposition ----------------------------------------------------
@@ -692,14 +901,24 @@ class SeparablePlan final : public CudaPlan {
     return kh <= FMAX && kw <= FMAX && !(e && e[0] == '0');
   }
 
-  // tf32: both passes on the tensor cores from 13 taps on, where they beat the FFMAs (H100,
-  // Gaussians at 4096^2: k = 15 0.074 vs 0.075 ms, 25 0.070 vs 0.091, 55 0.082 vs 0.141, same
-  // MAPE). TENSORCONV_SEPARABLE_TC=0/1 forces either form. Both passes run nd band chunks (the
-  // longer side's), so a much shorter side would waste them.
-  static bool use_tc(int kh, int kw, int nd) {
-    if (!kTcPrec<P> || band_chunks(std::min(kh, kw)) < nd - 1) return false;
-    if (const char* e = std::getenv("TENSORCONV_SEPARABLE_TC")) return e[0] == '1';
-    return std::max(kh, kw) >= 13;
+  using Mma = FusedMma<P>;
+  // The tensor-core passes (FusedMma) from min_taps() taps on (H100, Gaussians at 4096^2; tf32:
+  // k = 15 0.074 vs 0.075 ms with FFMAs, 25 0.070 vs 0.091, 55 0.082 vs 0.141, same MAPE; fp32:
+  // k = 25 0.080 vs 0.079, 35 0.089 vs 0.095, 55 0.111 vs 0.124, MAPE 2.5-2.8e-6 vs 5.8-8.3e-6 %).
+  // TENSORCONV_SEPARABLE_TC=0/1 forces either form. The tensor-core passes run nd band chunks
+  // (the longer side's), so a much shorter filtered side would waste them.
+  static constexpr int min_taps() { return P == Precision::tf32 ? 13 : 25; }
+  bool use_tc(int kh, int kw, int nd) const {
+    if (!kMma<typename Mma::Col>) return false;
+    if (!kMma<typename Mma::Row>) {  // fp64 MMAs: sm_90 on
+      int major = 0;
+      TC_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device()));
+      if (major < 9) return false;
+    }
+    const int side = kMma<typename Mma::Row> ? std::min(kh, kw) : kh;
+    if (band_chunks(side) < nd - 1) return false;
+    if (const char* e = std::getenv("TENSORCONV_SEPARABLE_TC")) return e[0] != '0';
+    return std::max(kh, kw) >= min_taps();
   }
 
   // False (two-pass form instead) where the fused pass's shared memory does not fit the device
@@ -709,17 +928,24 @@ class SeparablePlan final : public CudaPlan {
     TC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device()));
     const int nc = static_cast<int>((std::max(kh_, kw_) + FCH - 1) / FCH);
     const int kh = static_cast<int>(kh_), kw = static_cast<int>(kw_);
+    using Row = typename Mma::Row;
+    using Col = typename Mma::Col;
+    constexpr bool kWs = !kMma<Row> && kMma<Col>;  // fp32: the warp-specialized kernel
+    const std::size_t tc_smem =
+        kWs ? fused_ws_smem<P, Col>(kh, kw, nc + 1) : fused_smem<P, Row, Col>(kh, kw, nc + 1);
     // Not for the exact row decomposition (r = min(kh, kw) terms): its unit-vector factors
     // would fill whole bands with zeros (tf32 random k = 55: 15.4 against 11.9 ms).
     const bool low_rank = r_ == 1 || r_ < std::min(kh, kw);
-    const bool tc = low_rank && use_tc(kh, kw, nc + 1) &&
-                    fused_smem<P>(kh, kw, nc + 1) <= static_cast<std::size_t>(optin);
-    smem_ = fused_smem<P>(kh, kw, tc ? nc + 1 : 0);
+    const bool tc = low_rank && use_tc(kh, kw, nc + 1) && tc_smem <= static_cast<std::size_t>(optin);
+    smem_ = tc ? tc_smem : fused_smem<P, void, void>(kh, kw, 0);
     if (smem_ > static_cast<std::size_t>(optin)) return false;
-    if constexpr (kTcPrec<P>) {
-      kern_ = tc ? fused_kernel<P, true>(nc) : fused_kernel<P, false>(nc);
+    if (!tc) {
+      kern_ = fused_kernel<P, void, void>(nc);
+    } else if constexpr (kWs) {
+      kern_ = fused_ws_kernel<P, Col>(nc);
+      block_y_ = ws::kWarpsY;
     } else {
-      kern_ = fused_kernel<P, false>(nc);
+      kern_ = fused_kernel<P, Row, Col>(nc);
     }
     // The rounded coefficients (as the device rounds operands) go to the launch parameters.
     std::vector<Elem> a(a_.bytes() / sizeof(Elem)), b(b_.bytes() / sizeof(Elem));
@@ -733,7 +959,7 @@ class SeparablePlan final : public CudaPlan {
     int per_sm = 0;
     TC_CUDA_CHECK(cudaFuncSetAttribute(kern_, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_)));
-    TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern_, BX * BY, smem_));
+    TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern_, BX * block_y_, smem_));
     if (per_sm < 1) return false;
     // One wave of blocks (never more, or a second partial wave doubles the time): strips of FW
     // columns x segments of `seg_` rows (each segment recomputes kh - 1 rows of T, so segments
@@ -766,7 +992,7 @@ class SeparablePlan final : public CudaPlan {
         const bool async = reinterpret_cast<std::uintptr_t>(in.data) % 16 == 0 &&
                            in.row_stride * sizeof(typename T::Store) % 16 == 0;
         for (int q = 0; q < r_; ++q) {
-          kern_<<<grid, dim3(BX, BY), smem_, stream>>>(
+          kern_<<<grid, dim3(BX, block_y_), smem_, stream>>>(
               in.ptr<typename T::Store>(), in.row_stride, static_cast<int>(in.rows),
               static_cast<int>(in.cols), oh, ow, seg, sum, sum_stride,
               out.ptr<typename T::Store>(), out.row_stride, kh, kw, q == 0, q == r_ - 1,
@@ -811,6 +1037,7 @@ class SeparablePlan final : public CudaPlan {
  private:
   int r_ = 0;
   bool fused_ = false;
+  int block_y_ = BY;  // warps per block of the fused kernel
   std::size_t smem_ = 0;
   std::int64_t seg_ = 0, band_ = 0, ring_rows_ = 0;
   DeviceBuffer a_, b_, ring_, sum_;
