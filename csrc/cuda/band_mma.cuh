@@ -30,7 +30,9 @@ struct BandTf32 {
   using BFrag = uint2;
   static constexpr float kLimit = 0x1p126f;  // tf32_bits is exact below
   __device__ static Op op(float x, bool round) { return round ? tf32_bits(x) : __float_as_uint(x); }
-  __device__ static BFrag bfrag(float b0, float b1) { return make_uint2(tf32_bits(b0), tf32_bits(b1)); }
+  __device__ static BFrag bfrag(float b0, float b1) {
+    return make_uint2(tf32_bits(b0), tf32_bits(b1));
+  }
   __device__ static void mma(Acc (&d)[4], const Op (&a)[4], BFrag b) {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};\n"

@@ -244,6 +244,20 @@ struct FusedCoef {  // passed by value: lives in the kernel's constant parameter
   E b[FMAX];
 };
 
+// The fused kernels' other launch parameters (one term of the sum over r).
+template <Precision P>
+struct FusedArgs {
+  const typename Prec<P>::Store* in;
+  std::int64_t in_stride;
+  int ih, iw, oh, ow, seg;  // seg: output rows per block
+  typename Prec<P>::Elem* sum;  // running sum of the earlier terms
+  std::int64_t sum_stride;
+  typename Prec<P>::Store* out;
+  std::int64_t out_stride;
+  int kh, kw;
+  bool first, last, async;  // first / last term; rows 16-byte aligned (cp.async staging)
+};
+
 // nd: band chunks of the tensor-core passes (RM / CM: row / column pass MMA, void for FFMAs).
 template <Precision P, class RM, class CM>
 std::size_t fused_smem(int kh, int kw, int nd) {
@@ -447,10 +461,7 @@ constexpr int fused_min_blocks() { return P == Precision::fp64 || TC ? 2 : 3; }
 
 template <Precision P, int NC, class RM, class CM>
 __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<CM>>())
-    fused_pass(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
-               int iw, int oh, int ow, int seg, typename Prec<P>::Elem* sum,
-               std::int64_t sum_stride, typename Prec<P>::Store* out, std::int64_t out_stride,
-               int kh, int kw, bool first, bool last, bool async,
+    fused_pass(const __grid_constant__ FusedArgs<P> args,
                const __grid_constant__ FusedCoef<typename Prec<P>::Elem> cf) {
   using T = Prec<P>;
   using Vec = typename T::Vec;
@@ -465,8 +476,8 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
   // Tensor-core passes: ND band chunks (compile-time: no per-MMA guards); the plan takes them
   // only when the filtered sides need ND or ND - 1 chunks.
   constexpr int ND = RT || CTC ? NC + 1 : 0;
-  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw, RT ? ND : 0);
-  const int t_rows = fused_t_rows(kh, CTC ? ND : 0);
+  const int xa_n = FW + args.kw - 1, pitch = fused_in_pitch<Store>(args.kw, RT ? ND : 0);
+  const int t_rows = fused_t_rows(args.kh, CTC ? ND : 0);
   Store* sin = reinterpret_cast<Store*>(smem_raw);    // FG image rows x pitch
   Vec* st = reinterpret_cast<Vec*>(sin + FG * pitch);  // t_rows T rows x PT
   unsigned char* bands = reinterpret_cast<unsigned char*>(st + t_rows * PT);  // 16-byte aligned
@@ -474,27 +485,28 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
   auto* band_a = reinterpret_cast<typename std::conditional_t<CTC, CM, BandTf32>::BFrag*>(
       bands + ND * 32 * bfrag_bytes<RM>());
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
-  const int xb = blockIdx.x * FW, ys = blockIdx.y * seg;
-  const int y_end = min(oh, ys + seg);
+  const int xb = blockIdx.x * FW, ys = blockIdx.y * args.seg;
+  const int y_end = min(args.oh, ys + args.seg);
   if (ys >= y_end) return;
   const int steps = (y_end - ys + FOH - 1) / FOH;
   // The passes read whole 8-wide chunks: columns past the window and T rows past FOH + kh - 1
   // meet zero taps but must be finite.
   if constexpr (RT) {
-    build_band<RM>(band_b, cf.b, kw, ND, tid, BX * BY);
+    build_band<RM>(band_b, cf.b, args.kw, ND, tid, BX * BY);
     for (int i = tid; i < FG * pitch; i += BX * BY) sin[i] = 0.0f;
   }
   if constexpr (CTC) {
-    build_band<CM>(band_a, cf.a, kh, ND, tid, BX * BY);
-    for (int i = (FOH + kh - 1) * PT + tid; i < t_rows * PT; i += BX * BY) st[i] = 0.0f;
+    build_band<CM>(band_a, cf.a, args.kh, ND, tid, BX * BY);
+    for (int i = (FOH + args.kh - 1) * PT + tid; i < t_rows * PT; i += BX * BY) st[i] = 0.0f;
   }
   if constexpr (RT || CTC) __syncthreads();
   // Groups of FG image rows: step 0 filters FOH + kh - 1 rows into T rows 0.., every later
   // step FG rows into T rows kh - 1 (after the shift).
-  const int g0 = (FOH + kh - 1 + FG - 1) / FG, groups = g0 + steps - 1;
+  const int g0 = (FOH + args.kh - 1 + FG - 1) / FG, groups = g0 + steps - 1;
   auto stage = [&](int g) {
-    stage_group<P>(in, in_stride, ih, iw, xb, g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + kh - 1,
-                   sin, pitch, xa_n, async, ty, BY);
+    const int t0 = g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + args.kh - 1;
+    stage_group<P>(args.in, args.in_stride, args.ih, args.iw, xb, t0, sin, pitch, xa_n, args.async,
+                   ty, BY);
   };
   stage(0);
   const int rl = tx + BX * (ty >> 2), xg = ty & 3;  // FFMA row pass: image row, group of FR outputs
@@ -510,14 +522,14 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
     for (; g < g_end; ++g) {
       cp_async_wait_all();
       __syncthreads();  // sin holds group g; the shift is done
-      const int d = s == 0 ? g * FG : kh - 1;
-      const int n = s == 0 ? imin(FG, FOH + kh - 1 - g * FG) : FG;
+      const int d = s == 0 ? g * FG : args.kh - 1;
+      const int n = s == 0 ? imin(FG, FOH + args.kh - 1 - g * FG) : FG;
       if constexpr (RT) {  // T rows d + 16 wl + {g, g + 8}, columns 32 wo + 8 p + 2 q + {0, 1}
         typename RM::Acc acc[kBandGroups][4] = {};
         const Store* src = sin + 16 * wl * pitch + 32 * wo;
         auto chunk = [&](int j) { return src + 8 * j; };  // columns past the window are zero
         if (__any_sync(~0u, band_filter<RM, ND, true>(acc, chunk, pitch, 1, 1 << 30, band_b)))
-          band_direct(acc, chunk, pitch, 1, cf.b, kw, [](float x) { return T::load(x); });
+          band_direct(acc, chunk, pitch, 1, cf.b, args.kw, [](float x) { return T::load(x); });
         const int r0 = 16 * wl + fg;
         float* dst = st + (d + r0) * PT + 32 * wo + 2 * fq;
 #pragma unroll
@@ -530,7 +542,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
                 T::round(static_cast<float>(acc[p][2])), T::round(static_cast<float>(acc[p][3])));
         }
       } else {
-        ffma_row<P, NC>(my_row, kw, cf.b, st + (d + rl) * PT + xg * FR, rl < n);
+        ffma_row<P, NC>(my_row, args.kw, cf.b, st + (d + rl) * PT + xg * FR, rl < n);
       }
       __syncthreads();  // sin is free, st has the group
       if (g + 1 < groups) stage(g + 1);  // lands during the column pass / next row pass
@@ -542,39 +554,40 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
       // T is stored rounded to the operand type (T::round): no second rounding here.
       auto chunk = [&](int j) { return src + 8 * j * PT; };  // rows past the window are zero
       if (__any_sync(~0u, band_filter<CM, ND, false>(acc, chunk, 1, PT, 1 << 30, band_a)))
-        band_direct(acc, chunk, 1, PT, cf.a, kh, [](float x) { return x; });
+        band_direct(acc, chunk, 1, PT, cf.a, args.kh, [](float x) { return x; });
       const int yl = 32 * wo + 2 * fq;
-      emit_band<P>(acc, xb + 16 * wl + fg, y + yl, rows_left - yl, ow, first, last,
-                   rows_left >= FOH && xb + FW <= ow, sum, sum_stride, out, out_stride);
+      emit_band<P>(acc, xb + 16 * wl + fg, y + yl, rows_left - yl, args.ow, args.first, args.last,
+                   rows_left >= FOH && xb + FW <= args.ow, args.sum, args.sum_stride, args.out,
+                   args.out_stride);
     } else {
       Vec acc[FR];
 #pragma unroll
       for (int j = 0; j < FR; ++j) acc[j] = T::zero();
       const Vec* col = st + rg * FR * PT + cl;
-      fused_taps<T, NC, 1>(acc, kh, cf.a, [&](int c) { return Chunk<Vec, 1>{{col[c * PT]}}; });
+      fused_taps<T, NC, 1>(acc, args.kh, cf.a, [&](int c) { return Chunk<Vec, 1>{{col[c * PT]}}; });
       const int x = xb + cl, y0 = y + rg * FR, rows = imin(FR, y_end - y0);
-      if (x < ow) {
+      if (x < args.ow) {
         // Pointers stepped row by row: recomputing 64-bit addresses per output cost ~16
         // instructions each (ncu: a quarter of the column pass).
         auto put = [&](auto f, auto l, auto full) {
           constexpr bool F = decltype(f)::value, L = decltype(l)::value;
-          Store* o = out + static_cast<std::int64_t>(y0) * out_stride + x;
-          Vec* sm = sum + static_cast<std::int64_t>(y0) * sum_stride + x;
+          Store* o = args.out + static_cast<std::int64_t>(y0) * args.out_stride + x;
+          Vec* sm = args.sum + static_cast<std::int64_t>(y0) * args.sum_stride + x;
 #pragma unroll
           for (int j = 0; j < FR; ++j) {
             if (decltype(full)::value || j < rows) emit<P, F, L>(acc[j], sm, o);
-            o += out_stride;
-            sm += sum_stride;
+            o += args.out_stride;
+            sm += args.sum_stride;
           }
         };
-        dispatch_term(first, last, rows == FR, put);
+        dispatch_term(args.first, args.last, rows == FR, put);
       }
     }
     if (s + 1 < steps) {
       __syncthreads();  // the column pass is done with st: keep its last kh - 1 rows
       constexpr int U = PT * static_cast<int>(sizeof(Vec)) / 16;  // 16-byte units per row
       uint4* st4 = reinterpret_cast<uint4*>(st);
-      for (int i = tid; i < (kh - 1) * U; i += BX * BY) st4[i] = st4[i + FOH * U];
+      for (int i = tid; i < (args.kh - 1) * U; i += BX * BY) st4[i] = st4[i + FOH * U];
     }
   }
 }
@@ -625,10 +638,7 @@ std::size_t fused_ws_smem(int kh, int kw, int nd) {
 
 template <Precision P, int NC, class CM>
 __global__ void __launch_bounds__(ws::kThreads, 2)
-    fused_ws_pass(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
-                  int iw, int oh, int ow, int seg, typename Prec<P>::Elem* sum,
-                  std::int64_t sum_stride, typename Prec<P>::Store* out, std::int64_t out_stride,
-                  int kh, int kw, bool first, bool last, bool async,
+    fused_ws_pass(const __grid_constant__ FusedArgs<P> args,
                   const __grid_constant__ FusedCoef<typename Prec<P>::Elem> cf) {
   using T = Prec<P>;
   using Vec = typename T::Vec;
@@ -637,17 +647,18 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
   static_assert(T::W == 1 && std::is_same<CM, typename FusedMma<P>::Col>::value,
                 "warp-specialized pass: the precision's tensor-core column pass");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  const int xa_n = FW + kw - 1, pitch = fused_in_pitch<Store>(kw, 0), R = ws_ring_rows(kh, ND);
+  const int xa_n = FW + args.kw - 1, pitch = fused_in_pitch<Store>(args.kw, 0);
+  const int R = ws_ring_rows(args.kh, ND);
   Store* sin = reinterpret_cast<Store*>(smem_raw);       // FG image rows x pitch
   Vec* ring = reinterpret_cast<Vec*>(sin + FG * pitch);  // R T rows x PT
   auto* band_a = reinterpret_cast<typename CM::BFrag*>(ring + R * PT);
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
-  const int xb = blockIdx.x * FW, ys = blockIdx.y * seg;
-  const int y_end = min(oh, ys + seg);
+  const int xb = blockIdx.x * FW, ys = blockIdx.y * args.seg;
+  const int y_end = min(args.oh, ys + args.seg);
   if (ys >= y_end) return;
   const int steps = (y_end - ys + FOH - 1) / FOH;
-  const int win = FOH + kh - 1;  // T rows a step reads
-  build_band<CM>(band_a, cf.a, kh, ND, tid, ws::kThreads);
+  const int win = FOH + args.kh - 1;  // T rows a step reads
+  build_band<CM>(band_a, cf.a, args.kh, ND, tid, ws::kThreads);
   for (int i = tid; i < R * PT; i += ws::kThreads) ring[i] = 0.0f;  // finite, for the band's zeros
   __syncthreads();
   // Step 0 filters T rows 0 .. win - 1 (g0 groups), step s rows s FOH + kh - 1 .. + FG - 1.
@@ -657,8 +668,9 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
     // Row pass: lane = image row rl, group of FR outputs xg.
     const int rl = tx + BX * (ty >> 2), xg = ty & 3;
     auto stage = [&](int g) {
-      stage_group<P>(in, in_stride, ih, iw, xb, g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + kh - 1,
-                     sin, pitch, xa_n, async, ty, 8);
+      const int t0 = g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + args.kh - 1;
+      stage_group<P>(args.in, args.in_stride, args.ih, args.iw, xb, t0, sin, pitch, xa_n,
+                     args.async, ty, 8);
     };
     stage(0);
     int g = 0;
@@ -668,10 +680,11 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
       for (const int g_end = s == 0 ? g0 : g + 1; g < g_end; ++g) {
         cp_async_wait_all();
         ws::bar_sync(ws::kStage, ws::kProducers);  // sin holds group g
-        const int d = s == 0 ? g * FG : s * FOH + kh - 1;  // its first T row
+        const int d = s == 0 ? g * FG : s * FOH + args.kh - 1;  // its first T row
         const int n = s == 0 ? imin(FG, win - g * FG) : FG;
         const int slot = d + rl < R ? d + rl : (d + rl) % R;
-        ffma_row<P, NC>(sin + rl * pitch + xg * FR, kw, cf.b, ring + slot * PT + xg * FR, rl < n);
+        ffma_row<P, NC>(sin + rl * pitch + xg * FR, args.kw, cf.b, ring + slot * PT + xg * FR,
+                        rl < n);
         ws::bar_sync(ws::kStage, ws::kProducers);  // sin is free
         if (g + 1 < g0 + steps - 1) stage(g + 1);
       }
@@ -694,11 +707,13 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
           return ring + sl * PT + 16 * w;
         };
         // Rows past the window are being rewritten by the row pass: read as zero.
-        if (__any_sync(~0u, band_filter<CM, ND, false, false>(acc, chunk, 1, PT, win - 32 * wo, band_a)))
-          band_direct(acc, chunk, 1, PT, cf.a, kh, [](float x) { return x; });
+        const int lim = win - 32 * wo;
+        if (__any_sync(~0u, band_filter<CM, ND, false, false>(acc, chunk, 1, PT, lim, band_a)))
+          band_direct(acc, chunk, 1, PT, cf.a, args.kh, [](float x) { return x; });
         const int yl = 32 * wo + 2 * fq;
-        emit_band<P>(acc, xb + 16 * w + fg, y + yl, rows_left - yl, ow, first, last,
-                     rows_left >= FOH && xb + FW <= ow, sum, sum_stride, out, out_stride);
+        emit_band<P>(acc, xb + 16 * w + fg, y + yl, rows_left - yl, args.ow, args.first,
+                     args.last, rows_left >= FOH && xb + FW <= args.ow, args.sum, args.sum_stride,
+                     args.out, args.out_stride);
       }
       if (s + ws::kDepth < steps) ws::bar_arrive(ws::kEmpty + s % ws::kDepth, ws::kThreads);
     }
@@ -936,7 +951,8 @@ class SeparablePlan final : public CudaPlan {
     // Not for the exact row decomposition (r = min(kh, kw) terms): its unit-vector factors
     // would fill whole bands with zeros (tf32 random k = 55: 15.4 against 11.9 ms).
     const bool low_rank = r_ == 1 || r_ < std::min(kh, kw);
-    const bool tc = low_rank && use_tc(kh, kw, nc + 1) && tc_smem <= static_cast<std::size_t>(optin);
+    const bool tc =
+        low_rank && use_tc(kh, kw, nc + 1) && tc_smem <= static_cast<std::size_t>(optin);
     smem_ = tc ? tc_smem : fused_smem<P, void, void>(kh, kw, 0);
     if (smem_ > static_cast<std::size_t>(optin)) return false;
     if (!tc) {
@@ -959,7 +975,8 @@ class SeparablePlan final : public CudaPlan {
     int per_sm = 0;
     TC_CUDA_CHECK(cudaFuncSetAttribute(kern_, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_)));
-    TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern_, BX * block_y_, smem_));
+    TC_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern_, BX * block_y_, smem_));
     if (per_sm < 1) return false;
     // One wave of blocks (never more, or a second partial wave doubles the time): strips of FW
     // columns x segments of `seg_` rows (each segment recomputes kh - 1 rows of T, so segments
@@ -992,11 +1009,11 @@ class SeparablePlan final : public CudaPlan {
         const bool async = reinterpret_cast<std::uintptr_t>(in.data) % 16 == 0 &&
                            in.row_stride * sizeof(typename T::Store) % 16 == 0;
         for (int q = 0; q < r_; ++q) {
-          kern_<<<grid, dim3(BX, block_y_), smem_, stream>>>(
-              in.ptr<typename T::Store>(), in.row_stride, static_cast<int>(in.rows),
-              static_cast<int>(in.cols), oh, ow, seg, sum, sum_stride,
-              out.ptr<typename T::Store>(), out.row_stride, kh, kw, q == 0, q == r_ - 1,
-              async, coef_[q]);
+          const FusedArgs<P> args{in.ptr<typename T::Store>(), in.row_stride,
+                                  static_cast<int>(in.rows), static_cast<int>(in.cols), oh, ow,
+                                  seg, sum, sum_stride, out.ptr<typename T::Store>(),
+                                  out.row_stride, kh, kw, q == 0, q == r_ - 1, async};
+          kern_<<<grid, dim3(BX, block_y_), smem_, stream>>>(args, coef_[q]);
           TC_CUDA_LAUNCH_CHECK();
         }
         return;
