@@ -622,8 +622,8 @@ __device__ __forceinline__ void set_max_regs() {
 }
 }  // namespace ws
 
-// Ring rows: a step's window (as the column pass's chunks address it) plus the FG rows written
-// meanwhile, a multiple of 8 so that no 8-row chunk wraps.
+// Ring rows: a step's window (as the column pass's chunks address it) plus the FG rows of each
+// step the row pass may be ahead, a multiple of 8 so that no 8-row chunk wraps.
 __host__ __device__ inline int ws_ring_rows(int kh, int nd) {
   return (fused_t_rows(kh, nd) + (ws::kDepth - 1) * FG + 7) / 8 * 8;
 }
