@@ -110,8 +110,9 @@ __device__ __forceinline__ bool band_filter(typename M::Acc (&acc)[kBandGroups][
 #pragma unroll
     for (int p = 0; p < kBandGroups; ++p) {
       const int d = j - p;
-      if (d >= 0 && d < ND)  // compile-time test
-        M::mma(acc[p], a, BAND_REGS ? bf[BAND_REGS ? d : 0] : band[d * 32 + lane]);
+      if (d < 0 || d >= ND) continue;  // compile-time test
+      if constexpr (BAND_REGS) M::mma(acc[p], a, bf[d]);
+      else M::mma(acc[p], a, band[d * 32 + lane]);
     }
   }
   return bad;

@@ -217,7 +217,7 @@ constexpr int kPitchT = TC ? FW + 8 : FW + 4;
 template <class S>
 constexpr int kVec = 16 / static_cast<int>(sizeof(S));  // elements per 16-byte copy
 
-// Band chunks of a tensor-core pass over `taps` taps (tf32_band.cuh): ceil((taps + 7) / 8).
+// Band chunks of a tensor-core pass over `taps` taps (band_mma.cuh): ceil((taps + 7) / 8).
 __host__ __device__ inline int band_chunks(int taps) { return (taps + 14) / 8; }
 
 // Input tile pitch in elements: room for the window's last 16-byte load (and, with nd > 0, for
