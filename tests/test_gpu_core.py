@@ -152,6 +152,7 @@ def test_separable_tensor_core_passes(precision, tc_form, monkeypatch):
     image = rng.standard_normal((709, 203))
     for kernel in (_gaussian(55, 9.0), _gaussian(3, 1.0), rng.standard_normal((64, 5)),
                    rng.standard_normal((2, 64)), np.outer(rng.random(33), rng.random(47)),
+                   np.outer(rng.random(26), rng.random(40)),  # fp32: two chunks masked per step
                    np.outer(rng.standard_normal(40), rng.standard_normal(37)) +
                    np.outer(rng.standard_normal(40), rng.standard_normal(37))):  # r = 2
         out = tc.correlate2d(image, kernel, "valid", method="separable", precision=precision)

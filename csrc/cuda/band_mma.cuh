@@ -76,9 +76,10 @@ __device__ __forceinline__ void build_band(typename M::BFrag* band, const Coef& 
 // acc[p] += the 16 x 8 outputs of group p (fragment layout of mma m16n8k8: acc[p][0..3] =
 // D[g][2q], D[g][2q + 1], D[g + 8][2q], D[g + 8][2q + 1]). data[m][8j + i] = chunk(j)[m * sm +
 // i * si] for i < 8 and j < kBandGroups + ND - 1 (a chunk per call keeps ring buffers possible),
-// read as zero from index `lim` on (the band's zeros meet them: rows being rewritten
-// elsewhere are not read); rounded to tf32 here unless ROUND is false (data already tf32, e.g.
-// results of an earlier pass); the band has ND chunks (zero past the kernel's taps).
+// read as zero from index `lim` on (the band's zeros meet them: rows being rewritten elsewhere
+// are not read; lim >= 8 (kBandGroups + ND - 3), so only the last two chunks test it); rounded
+// to tf32 here unless ROUND is false (data already tf32, e.g. results of an earlier pass); the
+// band has ND chunks (zero past the kernel's taps).
 // Returns true (in this lane) if a datum is not finite (tf32: or |x| >= 2^126): acc must not be
 // used then (inf * 0 in the band's zeros gives NaN where the direct sum does not; tf32_bits
 // overflows): see band_direct. BAND_REGS: the band's fragments live in registers for the call
@@ -98,7 +99,8 @@ __device__ __forceinline__ bool band_filter(typename M::Acc (&acc)[kBandGroups][
   for (int j = 0; j < kBandGroups + ND - 1; ++j) {
     const float* s0 = chunk(j) + g * sm + q * si;
     const float* s8 = s0 + 8 * sm;
-    const bool lo = 8 * j + q < lim, hi = 8 * j + q + 4 < lim;
+    const bool tail = j >= kBandGroups + ND - 3;  // may reach lim
+    const bool lo = !tail || 8 * j + q < lim, hi = !tail || 8 * j + q + 4 < lim;
     const float x[4] = {lo ? s0[0] : 0.0f, lo ? s8[0] : 0.0f, hi ? s0[4 * si] : 0.0f,
                         hi ? s8[4 * si] : 0.0f};
     typename M::Op a[4];
