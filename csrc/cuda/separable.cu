@@ -611,7 +611,8 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
 // rewritten); the row pass runs up to kDepth steps ahead. setmaxnreg moves registers from the
 // row pass (64 suffice) to the column pass (112: fp64 accumulators), 2 blocks per SM.
 // Measured (H100, Gaussian k = 55, 4096^2): 4 row-pass warps left it latency-bound (0.116 ms);
-// 8 at 80 registers each spilled in the column pass (0.127); this form 0.108 (FFMAs: 0.123).
+// 8 at 80 registers each spilled in the column pass (0.127); this form 0.108, 0.104
+// with the unrolled staging and flat column-pass addresses (FFMAs: 0.119-0.123).
 namespace ws {
 constexpr int kWarpsY = 12, kThreads = BX * kWarpsY, kProducers = BX * 8;
 constexpr int kDepth = 3;  // steps the row pass may run ahead of the column pass
@@ -937,7 +938,8 @@ class SeparablePlan final : public CudaPlan {
   using Mma = FusedMma<P>;
   // The tensor-core passes (FusedMma) from min_taps() taps on (H100, Gaussians at 4096^2; tf32:
   // k = 15 0.074 vs 0.075 ms with FFMAs, 25 0.070 vs 0.091, 55 0.082 vs 0.141, same MAPE; fp32:
-  // k = 25 0.078 vs 0.078, 35 0.087 vs 0.096, 55 0.108 vs 0.123, MAPE 2.4-2.8e-6 vs 5.8-8.3e-6 %).
+  // k = 25 0.074-0.081 vs 0.074-0.081, 35 0.083 vs 0.090, 55 0.104 vs 0.119, MAPE 2.4-2.8e-6 vs
+  // 5.8-8.3e-6 %).
   // TENSORCONV_SEPARABLE_TC=0/1 forces either form. The tensor-core passes run nd band chunks
   // (the longer side's), so a much shorter filtered side would waste them.
   static constexpr int min_taps() { return P == Precision::tf32 ? 13 : 25; }
