@@ -62,7 +62,7 @@ def main():
     g21 = np.exp(-0.5 * ((np.arange(21) - 10) / 4.0) ** 2)
     for p in ("tf32", "fp32"):
         ok &= check("separable", p, rng.standard_normal((400, 136)), np.outer(g21, g21))
-        # kh = 26 under 40 columns of taps: the column pass masks two chunks of ring rows
+        # a 26 x 40 kernel: fp32's column pass masks two chunks of ring rows per step
         ok &= check("separable", p, rng.standard_normal((400, 136)),
                     np.outer(rng.random(26), rng.random(40)))
         img = rng.standard_normal((300, 130))

@@ -360,8 +360,10 @@ __device__ __forceinline__ void stage_group(const typename Prec<P>::Store* __res
     if (t0 + FG <= ih && xb + units * V <= iw) {  // the whole tile is inside the image
       const Store* src = in + static_cast<std::int64_t>(t0 + r0) * in_stride + xb;
       Store* dst = sin + r0 * pitch;
-      if (units <= BX) {  // a unit per lane and row (fp32 to 65 taps): unrolled, ~3 instructions
-        if (tx < units) {  // per row instead of ~30 for the loops below (ncu: 13 % of all)
+      // A unit per lane and row (fp32 up to 65 taps): ~3 instructions per row, where the loops
+      // below take ~30 (ncu: 13 % of fp32's warp-specialized kernel at 55 taps).
+      if (units <= BX) {
+        if (tx < units) {
 #pragma unroll
           for (int k = 0; k < FG / rstep; ++k)
             cp_async_bytes(dst + k * rstep * pitch + tx * V, src + k * rstep * in_stride + tx * V,
@@ -611,8 +613,8 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
 // rewritten); the row pass runs up to kDepth steps ahead. setmaxnreg moves registers from the
 // row pass (64 suffice) to the column pass (112: fp64 accumulators), 2 blocks per SM.
 // Measured (H100, Gaussian k = 55, 4096^2): 4 row-pass warps left it latency-bound (0.116 ms);
-// 8 at 80 registers each spilled in the column pass (0.127); this form 0.108, 0.104
-// with the unrolled staging and flat column-pass addresses (FFMAs: 0.119-0.123).
+// 8 at 80 registers each spilled in the column pass (0.127); this form 0.108, and 0.104 with the
+// unrolled staging and the unwrapped halves' compile-time offsets (FFMAs: 0.119-0.123).
 namespace ws {
 constexpr int kWarpsY = 12, kThreads = BX * kWarpsY, kProducers = BX * 8;
 constexpr int kDepth = 3;  // steps the row pass may run ahead of the column pass
