@@ -345,8 +345,9 @@ __device__ __forceinline__ void fused_taps(Vec (&acc)[FR], int n, const E (&coef
 
 // Stage FG image rows from t0 (columns xb .. xb + xa_n - 1) into sin, zero past the image:
 // lanes along x (coalesced reads), rows r0, r0 + kStageStep, ... per warp (8 staging warps).
+// UNROLL: interior tiles whose rows fit one 16-byte unit per lane take unrolled copies.
 constexpr int kStageStep = 8;
-template <Precision P>
+template <Precision P, bool UNROLL = true>
 __device__ __forceinline__ void stage_group(const typename Prec<P>::Store* __restrict__ in,
                                             std::int64_t in_stride, int ih, int iw, int xb, int t0,
                                             typename Prec<P>::Store* sin, int pitch, int xa_n,
@@ -362,7 +363,7 @@ __device__ __forceinline__ void stage_group(const typename Prec<P>::Store* __res
       Store* dst = sin + r0 * pitch;
       // A unit per lane and row (fp32 up to 65 taps): ~3 instructions per row, where the loops
       // below take ~30 (ncu: 13 % of fp32's warp-specialized kernel at 55 taps).
-      if (units <= BX) {
+      if (UNROLL && units <= BX) {
         if (tx < units) {
 #pragma unroll
           for (int k = 0; k < FG / rstep; ++k)
@@ -471,7 +472,8 @@ __device__ __forceinline__ void ffma_row(const typename Prec<P>::Store* src, int
 template <Precision P, bool TC>
 constexpr int fused_min_blocks() { return P == Precision::fp64 || TC ? 2 : 3; }
 
-template <Precision P, int NC, class RM, class CM>
+// SU: stage_group's unrolled copies (see setup_fused).
+template <Precision P, int NC, class RM, class CM, bool SU = true>
 __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<CM>>())
     fused_pass(const __grid_constant__ FusedArgs<P> args,
                const __grid_constant__ FusedCoef<typename Prec<P>::Elem> cf) {
@@ -517,8 +519,8 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
   const int g0 = (FOH + args.kh - 1 + FG - 1) / FG, groups = g0 + steps - 1;
   auto stage = [&](int g) {
     const int t0 = g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + args.kh - 1;
-    stage_group<P>(args.in, args.in_stride, args.ih, args.iw, xb, t0, sin, pitch, xa_n, args.async,
-                   ty);
+    stage_group<P, SU>(args.in, args.in_stride, args.ih, args.iw, xb, t0, sin, pitch, xa_n,
+                       args.async, ty);
   };
   stage(0);
   const int rl = tx + BX * (ty >> 2), xg = ty & 3;  // FFMA row pass: image row, group of FR outputs
@@ -761,11 +763,11 @@ struct FusedPtr<P, true> {
 
 // The fused kernel for NC = ceil(max(kh, kw) / 8) chunks of taps, picked at run time.
 template <Precision P, class RM, class CM, int NC = 1>
-auto fused_kernel(int nc) -> decltype(&fused_pass<P, 1, void, void>) {
+auto fused_kernel(int nc, bool su) -> decltype(&fused_pass<P, 1, void, void>) {
   if constexpr (NC < FMAX / FCH) {
-    if (nc > NC) return fused_kernel<P, RM, CM, NC + 1>(nc);
+    if (nc > NC) return fused_kernel<P, RM, CM, NC + 1>(nc, su);
   }
-  return &fused_pass<P, NC, RM, CM>;
+  return su ? &fused_pass<P, NC, RM, CM, true> : &fused_pass<P, NC, RM, CM, false>;
 }
 
 // ---- host: rank-revealing decomposition ----------------------------------------------------
@@ -976,14 +978,18 @@ class SeparablePlan final : public CudaPlan {
     const bool tc =
         low_rank && use_tc(kh, kw, nc + 1) && tc_smem <= static_cast<std::size_t>(optin);
     smem_ = tc ? tc_smem : fused_smem<P, void, void>(kh, kw, 0);
+    // The unrolled staging copies (stage_group) measured faster for 2-byte data at every k and
+    // for 4-byte data from 25 taps (-5 to -11 %), slower for 4-byte data below (k = 3, 15: +3 %
+    // fp32, +11 % tf32's tensor-core passes at 15; H100, 4096^2, Gaussians).
+    const bool su = sizeof(typename T::Store) == 2 || kw >= 25;
     if (smem_ > static_cast<std::size_t>(optin)) return false;
     if (!tc) {
-      kern_ = fused_kernel<P, void, void>(nc);
+      kern_ = fused_kernel<P, void, void>(nc, su);
     } else if constexpr (kWs) {
       kern_ = fused_ws_kernel<P, Col>(nc);
       block_y_ = ws::kWarpsY;
     } else {
-      kern_ = fused_kernel<P, Row, Col>(nc);
+      kern_ = fused_kernel<P, Row, Col>(nc, su);
     }
     // The rounded coefficients (as the device rounds operands) go to the launch parameters.
     std::vector<Elem> a(a_.bytes() / sizeof(Elem)), b(b_.bytes() / sizeof(Elem));
