@@ -979,8 +979,8 @@ class SeparablePlan final : public CudaPlan {
         low_rank && use_tc(kh, kw, nc + 1) && tc_smem <= static_cast<std::size_t>(optin);
     smem_ = tc ? tc_smem : fused_smem<P, void, void>(kh, kw, 0);
     // The unrolled staging copies (stage_group) measured faster for 2-byte data at every k and
-    // for 4-byte data from 25 taps (-5 to -11 %), slower for 4-byte data below (k = 3, 15: +3 %
-    // fp32, +11 % tf32's tensor-core passes at 15; H100, 4096^2, Gaussians).
+    // for 4-byte data from 25 taps (-3 to -12 %), slower for 4-byte data below (k = 3, 15: +3 %
+    // fp32, +11 % tf32's tensor-core passes at 15; H100, 4096^2, Gaussians; benchmark notes).
     const bool su = sizeof(typename T::Store) == 2 || kw >= 25;
     if (smem_ > static_cast<std::size_t>(optin)) return false;
     if (!tc) {
