@@ -758,16 +758,22 @@ struct FusedPtr {
 };
 template <Precision P>
 struct FusedPtr<P, true> {
-  using type = decltype(&fused_pass<P, 1, void, void>);
+  using type = void (*)(FusedArgs<P>, FusedCoef<typename Prec<P>::Elem>);  // every fused kernel
 };
 
 // The fused kernel for NC = ceil(max(kh, kw) / 8) chunks of taps, picked at run time.
 template <Precision P, class RM, class CM, int NC = 1>
-auto fused_kernel(int nc, bool su) -> decltype(&fused_pass<P, 1, void, void>) {
+auto fused_kernel(int nc, bool su) -> typename FusedPtr<P>::type {
   if constexpr (NC < FMAX / FCH) {
     if (nc > NC) return fused_kernel<P, RM, CM, NC + 1>(nc, su);
   }
-  return su ? &fused_pass<P, NC, RM, CM, true> : &fused_pass<P, NC, RM, CM, false>;
+  // Only 4-byte data need both forms: 2-byte rows always take the unrolled copies (su), fp64
+  // rows never fit them (stage_group's units <= BX) at the taps where su is set.
+  using S = typename Prec<P>::Store;
+  if constexpr (sizeof(S) == 4)
+    return su ? &fused_pass<P, NC, RM, CM, true> : &fused_pass<P, NC, RM, CM, false>;
+  else
+    return &fused_pass<P, NC, RM, CM, sizeof(S) == 2>;
 }
 
 // ---- host: rank-revealing decomposition ----------------------------------------------------
@@ -978,11 +984,11 @@ class SeparablePlan final : public CudaPlan {
     const bool tc =
         low_rank && use_tc(kh, kw, nc + 1) && tc_smem <= static_cast<std::size_t>(optin);
     smem_ = tc ? tc_smem : fused_smem<P, void, void>(kh, kw, 0);
+    if (smem_ > static_cast<std::size_t>(optin)) return false;
     // The unrolled staging copies (stage_group) measured faster for 2-byte data at every k and
     // for 4-byte data from 25 taps (-3 to -12 %), slower for 4-byte data below (k = 3, 15: +3 %
     // fp32, +11 % tf32's tensor-core passes at 15; H100, 4096^2, Gaussians; benchmark notes).
     const bool su = sizeof(typename T::Store) == 2 || kw >= 25;
-    if (smem_ > static_cast<std::size_t>(optin)) return false;
     if (!tc) {
       kern_ = fused_kernel<P, void, void>(nc, su);
     } else if constexpr (kWs) {
