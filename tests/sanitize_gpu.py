@@ -72,6 +72,20 @@ def main():
         same = bool(np.array_equal(np.isnan(out), np.isnan(ref)))
         print(f"separable    {p:9s} NaN fallback: NaN windows {'ok' if same else 'FAIL'}", flush=True)
         ok &= same
+    # fp32's warp-specialized pass at 55 taps over one long walk per strip: non-finite rows in
+    # several steps (the row pass's flags, their slots reused)
+    os.environ["TENSORCONV_SEPARABLE_SEGMENT"] = "1000"
+    g55 = np.exp(-0.5 * ((np.arange(55) - 27) / 9.0) ** 2)
+    img = rng.standard_normal((700, 130))
+    img[40, 20], img[330, 77], img[600, 5] = np.nan, np.inf, -np.inf
+    out = tc.correlate2d(img, np.outer(g55, g55), "valid", method="separable", precision="fp32")
+    ref = scipy.signal.correlate2d(img, np.outer(g55, g55), "valid")
+    same = bool(np.array_equal(np.isnan(out), np.isnan(ref)) and
+                np.array_equal(np.isinf(out), np.isinf(ref)))
+    print(f"separable    fp32      k=55 non-finite steps: windows {'ok' if same else 'FAIL'}",
+          flush=True)
+    ok &= same
+    os.environ["TENSORCONV_SEPARABLE_SEGMENT"] = "200"
     del os.environ["TENSORCONV_SEPARABLE_TC"]
     del os.environ["TENSORCONV_SEPARABLE_SEGMENT"]
     # separable two-pass: rank 1 over several bands of the ring, then r > 1 passes with a

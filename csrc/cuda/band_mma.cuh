@@ -17,7 +17,7 @@
 namespace tc {
 namespace cuda {
 
-constexpr int kBandGroups = 4;  // output groups of 8 per warp: 32 outputs along the filter
+constexpr int kBandGroups = 4;  // output groups of 8 per warp (fused_pass): 32 outputs along the filter
 
 // Round-to-nearest (ties away) to tf32, as bits; exact for |x| < 2^126 (callers check).
 __device__ __forceinline__ unsigned tf32_bits(float x) {
@@ -73,19 +73,21 @@ __device__ __forceinline__ void build_band(typename M::BFrag* band, const Coef& 
   }
 }
 
-// acc[p] += the 16 x 8 outputs of group p (fragment layout of mma m16n8k8: acc[p][0..3] =
+// acc[p] += the 16 x 8 outputs of group p < G (fragment layout of mma m16n8k8: acc[p][0..3] =
 // D[g][2q], D[g][2q + 1], D[g + 8][2q], D[g + 8][2q + 1]). data[m][8j + i] = chunk(j)[m * sm +
-// i * si] for i < 8 and j < kBandGroups + ND - 1 (a chunk per call keeps ring buffers possible),
+// i * si] for i < 8 and j < G + ND - 1 (a chunk per call keeps ring buffers possible),
 // read as zero from index `lim` on (the band's zeros meet them: rows being rewritten elsewhere
-// are not read; lim >= 8 (kBandGroups + ND - 3), so only the last two chunks test it); rounded
+// are not read; lim >= 8 (G + ND - 3), so only the last two chunks test it); rounded
 // to tf32 here unless ROUND is false (data already tf32, e.g. results of an earlier pass); the
 // band has ND chunks (zero past the kernel's taps).
 // Returns true (in this lane) if a datum is not finite (tf32: or |x| >= 2^126): acc must not be
 // used then (inf * 0 in the band's zeros gives NaN where the direct sum does not; tf32_bits
-// overflows): see band_direct. BAND_REGS: the band's fragments live in registers for the call
-// (else each is loaded where used: fewer registers).
-template <class M, int ND, bool ROUND, bool BAND_REGS = true, class Chunk>
-__device__ __forceinline__ bool band_filter(typename M::Acc (&acc)[kBandGroups][4], Chunk chunk,
+// overflows): see band_direct. CHECK false: no test (false returned; the caller knows the data
+// are finite). BAND_REGS: the band's fragments live in registers for the call (else each is
+// loaded where used: fewer registers).
+template <class M, int ND, bool ROUND, bool BAND_REGS = true, bool CHECK = true, int G,
+          class Chunk>
+__device__ __forceinline__ bool band_filter(typename M::Acc (&acc)[G][4], Chunk chunk,
                                             int sm, int si, int lim,
                                             const typename M::BFrag* band) {
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
@@ -96,21 +98,21 @@ __device__ __forceinline__ bool band_filter(typename M::Acc (&acc)[kBandGroups][
   }
   bool bad = false;
 #pragma unroll
-  for (int j = 0; j < kBandGroups + ND - 1; ++j) {
+  for (int j = 0; j < G + ND - 1; ++j) {
     const float* s0 = chunk(j) + g * sm + q * si;
     const float* s8 = s0 + 8 * sm;
-    const bool tail = j >= kBandGroups + ND - 3;  // may reach lim
+    const bool tail = j >= G + ND - 3;  // may reach lim
     const bool lo = !tail || 8 * j + q < lim, hi = !tail || 8 * j + q + 4 < lim;
     const float x[4] = {lo ? s0[0] : 0.0f, lo ? s8[0] : 0.0f, hi ? s0[4 * si] : 0.0f,
                         hi ? s8[4 * si] : 0.0f};
     typename M::Op a[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      bad |= !(fabsf(x[e]) < M::kLimit);
+      if constexpr (CHECK) bad |= !(fabsf(x[e]) < M::kLimit);
       a[e] = M::op(x[e], ROUND);
     }
 #pragma unroll
-    for (int p = 0; p < kBandGroups; ++p) {
+    for (int p = 0; p < G; ++p) {
       const int d = j - p;
       if (d < 0 || d >= ND) continue;  // compile-time test
       if constexpr (BAND_REGS) M::mma(acc[p], a, bf[d]);
@@ -123,12 +125,12 @@ __device__ __forceinline__ bool band_filter(typename M::Acc (&acc)[kBandGroups][
 // The same outputs in the same layout by direct FMAs over the `len` taps in the accumulator's
 // type (load() applies the precision's operand rounding): the fallback of a warp whose data
 // band_filter refused, so that NaN/inf reach only their own windows. Rare, so kept short.
-template <class Acc, class Chunk, class Coef, class Load>
-__device__ __forceinline__ void band_direct(Acc (&acc)[kBandGroups][4], Chunk chunk, int sm,
+template <class Acc, int G, class Chunk, class Coef, class Load>
+__device__ __forceinline__ void band_direct(Acc (&acc)[G][4], Chunk chunk, int sm,
                                             int si, const Coef& coef, int len, Load load) {
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
 #pragma unroll
-  for (int p = 0; p < kBandGroups; ++p) {
+  for (int p = 0; p < G; ++p) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int m = g + 8 * (e >> 1), i0 = 8 * p + 2 * q + (e & 1);

@@ -304,10 +304,30 @@ __device__ __forceinline__ uint4 pack16(const double* v, T) {
                     static_cast<unsigned>(__double2loint(b)), static_cast<unsigned>(__double2hiint(b)));
 }
 
+// Calls f(std::integral_constant<int, r>) for 1 <= r < FCH: one indexed branch (a jump table)
+// where a chain of per-tap tests costs up to 2 (FCH - 1) instructions.
+template <class F>
+__device__ __forceinline__ void by_count(int r, F f) {
+  static_assert(FCH == 8, "by_count's cases");
+  using std::integral_constant;
+  switch (r) {
+    case 1: f(integral_constant<int, 1>{}); break;
+    case 2: f(integral_constant<int, 2>{}); break;
+    case 3: f(integral_constant<int, 3>{}); break;
+    case 4: f(integral_constant<int, 4>{}); break;
+    case 5: f(integral_constant<int, 5>{}); break;
+    case 6: f(integral_constant<int, 6>{}); break;
+    case 7: f(integral_constant<int, 7>{}); break;
+    default: break;
+  }
+}
+
 // acc[i] += sum_{v < n} coef[v] * x[v + i], i < FR, n <= NC * FCH, where load(c) returns
 // x[VEC c .. VEC c + VEC - 1]. Every index is a compile-time constant after unrolling, so x and
 // the coefficients stay in registers / the parameter bank; each x is loaded just before use.
-template <class T, int NC, int VEC, class Vec, class E, class Load>
+// TAIL_SWITCH: the last chunk's taps by one indexed branch (by_count) instead of a test per tap
+// (measured only in fused_ws_pass).
+template <class T, int NC, int VEC, bool TAIL_SWITCH = false, class Vec, class E, class Load>
 __device__ __forceinline__ void fused_taps(Vec (&acc)[FR], int n, const E (&coef)[FMAX],
                                            Load load) {
   // A ring of FR + VEC registers: reusing slots keeps the compiler from hoisting every load
@@ -335,6 +355,11 @@ __device__ __forceinline__ void fused_taps(Vec (&acc)[FR], int n, const E (&coef
     if ((c + 1) * FCH <= n) {
 #pragma unroll
       for (int q = 0; q < FCH; ++q) tap(c * FCH + q);
+    } else if (TAIL_SWITCH && c == NC - 1) {
+      by_count(n - c * FCH, [&](auto len) {
+#pragma unroll
+        for (int q = 0; q < decltype(len)::value; ++q) tap(c * FCH + q);
+      });
     } else {
 #pragma unroll
       for (int q = 0; q < FCH; ++q)
@@ -413,8 +438,8 @@ __device__ __forceinline__ void dispatch_term(bool first, bool last, bool full, 
 
 // The outputs of a tensor-core column pass (band_filter's layout: columns x, x + 8, rows
 // y + 8 p + {0, 1}); `rows` of them from y are in the segment, x < ow the image's.
-template <Precision P, class Acc>
-__device__ __forceinline__ void emit_band(const Acc (&acc)[kBandGroups][4], int x, int y,
+template <Precision P, class Acc, int G>
+__device__ __forceinline__ void emit_band(const Acc (&acc)[G][4], int x, int y,
                                           int rows, int ow, bool first, bool last, bool full,
                                           typename Prec<P>::Elem* sum, std::int64_t sum_stride,
                                           typename Prec<P>::Store* out, std::int64_t out_stride) {
@@ -424,7 +449,7 @@ __device__ __forceinline__ void emit_band(const Acc (&acc)[kBandGroups][4], int 
     typename Prec<P>::Store* o = out + static_cast<std::int64_t>(y) * out_stride + x;
     Vec* sm = sum + static_cast<std::int64_t>(y) * sum_stride + x;
 #pragma unroll
-    for (int p = 0; p < kBandGroups; ++p) {
+    for (int p = 0; p < G; ++p) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int dy = e & 1, dx = 8 * (e >> 1);
@@ -439,9 +464,10 @@ __device__ __forceinline__ void emit_band(const Acc (&acc)[kBandGroups][4], int 
 }
 
 // One thread's FFMA row pass: FR outputs of the tile row at `src` (16-byte aligned), written to
-// the T row at `dst` if `store`, rounded to the column pass's operand type.
-template <Precision P, int NC>
-__device__ __forceinline__ void ffma_row(const typename Prec<P>::Store* src, int kw,
+// the T row at `dst` if `store`, rounded to the column pass's operand type. CHECK: returns true
+// if a stored output is not finite.
+template <Precision P, int NC, bool TAIL_SWITCH = false, bool CHECK = false>
+__device__ __forceinline__ bool ffma_row(const typename Prec<P>::Store* src, int kw,
                                          const typename Prec<P>::Elem (&coef)[FMAX],
                                          typename Prec<P>::Vec* dst, bool store) {
   using T = Prec<P>;
@@ -451,7 +477,7 @@ __device__ __forceinline__ void ffma_row(const typename Prec<P>::Store* src, int
   Vec acc[FR];
 #pragma unroll
   for (int j = 0; j < FR; ++j) acc[j] = T::zero();
-  fused_taps<T, NC, V>(acc, kw, coef, [&](int c) {
+  fused_taps<T, NC, V, TAIL_SWITCH>(acc, kw, coef, [&](int c) {
     const Chunk<Store, V> e = unpack16(*reinterpret_cast<const uint4*>(src + c * V), Store{});
     Chunk<Vec, V> r;
 #pragma unroll
@@ -464,6 +490,12 @@ __device__ __forceinline__ void ffma_row(const typename Prec<P>::Store* src, int
 #pragma unroll
     for (int j = 0; j < FR / E; ++j) d[j] = pack16(acc + j * E, T{});  // column-pass operands
   }
+  bool bad = false;  // CHECK: a stored result is not finite
+  if constexpr (CHECK) {
+#pragma unroll
+    for (int j = 0; j < FR; ++j) bad |= !(fabsf(acc[j]) < __builtin_huge_valf());
+  }
+  return bad && store;
 }
 
 // Blocks per SM the register allocation must allow (else the fully unrolled taps hoist every
@@ -610,17 +642,29 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
 // The FMA pipe and the tensor pipe (DMMA: 32 fp64 FMAs per clock per SM sub-partition, as many
 // as fp32 FFMAs) run at once when each has its own warps: warps 0-7 (two warpgroups) stage the
 // image and run the FFMA row pass (as fused_pass) into a ring of T rows, warps 8-11 (one
-// warpgroup) run the column pass on finished steps as banded fp64 products. Named barriers hand
-// steps over: FULL (rows of step s written), EMPTY (step s read: its ring rows may be
-// rewritten); the row pass runs up to kDepth steps ahead. setmaxnreg moves registers from the
-// row pass (64 suffice) to the column pass (112: fp64 accumulators), 2 blocks per SM.
-// Measured (H100, Gaussian k = 55, 4096^2): 4 row-pass warps left it latency-bound (0.116 ms);
-// 8 at 80 registers each spilled in the column pass (0.127); this form 0.108, and 0.104 with the
-// unrolled staging and the unwrapped halves' compile-time offsets (FFMAs: 0.119-0.123).
+// warpgroup) run the column pass on finished steps as banded fp64 products, each warp 16
+// columns x the step's 64 rows in one pass (8 output groups: 15 chunk loads per 64 DMMAs).
+// Named barriers hand steps over: FULL (rows of step s written), EMPTY (step s read: its ring
+// rows may be rewritten); the row pass runs up to kDepth steps ahead. setmaxnreg moves registers
+// from the row pass (56) to the column pass (128: 32 fp64 accumulators), 2 blocks per SM.
+// Non-finite data: the row pass flags the steps whose T rows it wrote non-finite (16 FSETPs per
+// 16 outputs, on the side with slack); the column pass tests its data per datum (band_filter's
+// check, then band_direct) only in steps whose window holds a flagged row.
+// Measured (H100, Gaussian 4096^2, k = 25 / 35 / 55 / 64 ms, one call): 0.0727 / 0.0840 /
+// 0.0984 / 0.1113 against 0.0750 / 0.0840 / 0.1040 / 0.1136 for the form before (two passes of
+// 4 groups per step, every datum tested, ring of 248 rows at k = 55, first staging after the
+// set-up); benchmark notes, round 6.
 namespace ws {
 constexpr int kWarpsY = 12, kThreads = BX * kWarpsY, kProducers = BX * 8;
 constexpr int kDepth = 3;  // steps the row pass may run ahead of the column pass
 constexpr int kFull = 1, kEmpty = kFull + kDepth, kStage = kEmpty + kDepth;  // barrier ids
+constexpr int kGroups = FOH / 8;  // output groups of 8 rows per column-pass warp: the whole step
+// Ring of T rows: a step's window as the column pass's chunks address it (fused_t_rows <= 128
+// for kh <= 64) plus the FG rows of each step the row pass may be ahead (<= 256), rounded up to
+// 256 so that a step's base row takes 4 values (compile-time chunk offsets, wrap by a mask).
+constexpr int kRingRows = 256;
+static_assert(FOH == 64 && kRingRows % FOH == 0 && 128 + (kDepth - 1) * FG <= kRingRows,
+              "ws ring: steps of 64 rows, every window and the rows written ahead fit");
 __device__ __forceinline__ void bar_sync(int id, int n) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
@@ -637,18 +681,11 @@ __device__ __forceinline__ void set_max_regs() {
 }
 }  // namespace ws
 
-// Ring rows: a step's window (as the column pass's chunks address it) plus the FG rows of each
-// step the row pass may be ahead, a multiple of 8 so that no 8-row chunk wraps.
-__host__ __device__ inline int ws_ring_rows(int kh, int nd) {
-  return (fused_t_rows(kh, nd) + (ws::kDepth - 1) * FG + 7) / 8 * 8;
-}
-
 template <Precision P, class CM>
-std::size_t fused_ws_smem(int kh, int kw, int nd) {
+std::size_t fused_ws_smem(int kw, int nd) {
   using S = typename Prec<P>::Store;
   return FG * fused_in_pitch<S>(kw, 0) * sizeof(S) +
-         ws_ring_rows(kh, nd) * kPitchT<true> * sizeof(typename Prec<P>::Elem) +
-         nd * 32 * bfrag_bytes<CM>();
+         ws::kRingRows * kPitchT<true> * sizeof(typename Prec<P>::Elem) + nd * 32 * bfrag_bytes<CM>();
 }
 
 template <Precision P, int NC, class CM>
@@ -658,12 +695,14 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
   using T = Prec<P>;
   using Vec = typename T::Vec;
   using Store = typename T::Store;
-  constexpr int PT = kPitchT<true>, ND = NC + 1;
+  constexpr int PT = kPitchT<true>, ND = NC + 1, G = ws::kGroups, R = ws::kRingRows;
   static_assert(T::W == 1 && std::is_same<CM, typename FusedMma<P>::Col>::value,
                 "warp-specialized pass: the precision's tensor-core column pass");
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  // nonfinite[s % (kDepth + 1)] != 0: a T row written in step s is not finite (a step's window
+  // holds its own rows and the previous step's; slots are reset kDepth + 1 steps later).
+  __shared__ int nonfinite[ws::kDepth + 1];
   const int xa_n = FW + args.kw - 1, pitch = fused_in_pitch<Store>(args.kw, 0);
-  const int R = ws_ring_rows(args.kh, ND);
   Store* sin = reinterpret_cast<Store*>(smem_raw);       // FG image rows x pitch
   Vec* ring = reinterpret_cast<Vec*>(sin + FG * pitch);  // R T rows x PT
   auto* band_a = reinterpret_cast<typename CM::BFrag*>(ring + R * PT);
@@ -673,71 +712,79 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
   if (ys >= y_end) return;
   const int steps = (y_end - ys + FOH - 1) / FOH;
   const int win = FOH + args.kh - 1;  // T rows a step reads
-  build_band<CM>(band_a, cf.a, args.kh, ND, tid, ws::kThreads);
-  for (int i = tid; i < R * PT; i += ws::kThreads) ring[i] = 0.0f;  // finite, for the band's zeros
-  __syncthreads();
   // Step 0 filters T rows 0 .. win - 1 (g0 groups), step s rows s FOH + kh - 1 .. + FG - 1.
   const int g0 = (win + FG - 1) / FG;
+  auto stage = [&](int g) {
+    const int t0 = g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + args.kh - 1;
+    stage_group<P>(args.in, args.in_stride, args.ih, args.iw, xb, t0, sin, pitch, xa_n,
+                   args.async, ty);
+  };
+  if (ty < 8) stage(0);  // first, so that its latency overlaps the set-up (-1.5 % at k = 55)
+  build_band<CM>(band_a, cf.a, args.kh, ND, tid, ws::kThreads);
+  for (int i = tid; i < R * PT; i += ws::kThreads) ring[i] = 0.0f;  // finite, for the band's zeros
+  if (tid <= ws::kDepth) nonfinite[tid] = 0;
+  __syncthreads();
   if (ty < 8) {
-    ws::set_max_regs<false, 64>();
+    ws::set_max_regs<false, 56>();
     // Row pass: lane = image row rl, group of FR outputs xg.
     const int rl = tx + BX * (ty >> 2), xg = ty & 3;
-    auto stage = [&](int g) {
-      const int t0 = g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + args.kh - 1;
-      stage_group<P>(args.in, args.in_stride, args.ih, args.iw, xb, t0, sin, pitch, xa_n,
-                     args.async, ty);
-    };
-    stage(0);
     int g = 0;
     for (int s = 0; s < steps; ++s) {
       // Step s's rows replace those of step s - kDepth in the ring.
       if (s >= ws::kDepth) ws::bar_sync(ws::kEmpty + s % ws::kDepth, ws::kThreads);
+      // The column pass is done with step s - kDepth, the last to read this slot.
+      if (s > ws::kDepth && tid == 0) nonfinite[s % (ws::kDepth + 1)] = 0;
       for (const int g_end = s == 0 ? g0 : g + 1; g < g_end; ++g) {
         cp_async_wait_all();
         ws::bar_sync(ws::kStage, ws::kProducers);  // sin holds group g
         const int d = s == 0 ? g * FG : s * FOH + args.kh - 1;  // its first T row
         const int n = s == 0 ? imin(FG, win - g * FG) : FG;
-        const int slot = d + rl < R ? d + rl : (d + rl) % R;
-        ffma_row<P, NC>(sin + rl * pitch + xg * FR, args.kw, cf.b, ring + slot * PT + xg * FR,
-                        rl < n);
+        const int slot = (d + rl) & (R - 1);
+        if (ffma_row<P, NC, true, true>(sin + rl * pitch + xg * FR, args.kw, cf.b,
+                                        ring + slot * PT + xg * FR, rl < n))
+          atomicOr(&nonfinite[s % (ws::kDepth + 1)], 1);  // rare; atomic: no write-write race
         ws::bar_sync(ws::kStage, ws::kProducers);  // sin is free
         if (g + 1 < g0 + steps - 1) stage(g + 1);
       }
       ws::bar_arrive(ws::kFull + s % ws::kDepth, ws::kThreads);
     }
   } else {
-    // Column pass: warp w = 16 columns 16 w + {g, g + 8}, two halves of 32 rows each.
-    ws::set_max_regs<true, 112>();
+    // Column pass: warp w = 16 columns 16 w + {g, g + 8} x the step's 64 rows.
+    ws::set_max_regs<true, 128>();
     const int w = ty - 8, fg = tx >> 2, fq = tx & 3;
+    const Vec* pw = ring + 16 * w;
     for (int s = 0; s < steps; ++s) {
       ws::bar_sync(ws::kFull + s % ws::kDepth, ws::kThreads);
       const int y = ys + s * FOH, rows_left = y_end - y;
-#pragma unroll 1
-      for (int wo = 0; wo < 2; ++wo) {
-        typename CM::Acc acc[kBandGroups][4] = {};
-        const int base = (s * FOH + 32 * wo) % R;
-        auto chunk = [&](int j) {
-          int sl = base + 8 * j;
-          sl -= sl >= R ? R : 0;
-          return ring + sl * PT + 16 * w;
+      // Every flag of the rows in this step's window was set before FULL(s) was reached.
+      const bool check =
+          nonfinite[s % (ws::kDepth + 1)] | (s ? nonfinite[(s - 1) % (ws::kDepth + 1)] : 0);
+      typename CM::Acc acc[G][4] = {};
+      // Rows past the window are being rewritten by the row pass: read as zero. (The plan's
+      // band_chunks(kh) >= ND - 1 keeps lim >= 8 (G + ND - 3), as band_filter requires.)
+      const int lim = win;
+      if (!check) {
+        // The step's base row is 64 (s mod 4): every chunk address is a compile-time offset.
+        auto run = [&](auto b) {
+          constexpr int B = decltype(b)::value;
+          auto at = [&](int j) { return pw + ((B + 8 * j) & (R - 1)) * PT; };
+          band_filter<CM, ND, false, false, false>(acc, at, 1, PT, lim, band_a);
         };
-        // Rows past the window are being rewritten by the row pass: read as zero. (The plan's
-        // band_chunks(kh) >= ND - 1 keeps lim >= NR - 16, as band_filter requires.)
-        const int lim = win - 32 * wo;
-        // Most halves read no wrapped ring row: chunk addresses are then compile-time offsets.
-        constexpr int NR = 8 * (kBandGroups + ND - 1);  // rows the chunks cover
-        const Vec* p0 = ring + base * PT + 16 * w;
-        auto flat = [&](int j) { return p0 + 8 * j * PT; };
-        const bool wraps = base + NR > R;
-        const bool bad = __any_sync(
-            ~0u, wraps ? band_filter<CM, ND, false, false>(acc, chunk, 1, PT, lim, band_a)
-                       : band_filter<CM, ND, false, false>(acc, flat, 1, PT, lim, band_a));
-        if (bad) band_direct(acc, chunk, 1, PT, cf.a, args.kh, [](float x) { return x; });
-        const int yl = 32 * wo + 2 * fq;
-        emit_band<P>(acc, xb + 16 * w + fg, y + yl, rows_left - yl, args.ow, args.first,
-                     args.last, rows_left >= FOH && xb + FW <= args.ow, args.sum, args.sum_stride,
-                     args.out, args.out_stride);
+        switch (s & 3) {
+          case 0: run(std::integral_constant<int, 0>{}); break;
+          case 1: run(std::integral_constant<int, 64>{}); break;
+          case 2: run(std::integral_constant<int, 128>{}); break;
+          default: run(std::integral_constant<int, 192>{}); break;
+        }
+      } else {
+        const int base = (s * FOH) & (R - 1);
+        auto chunk = [&](int j) { return pw + ((base + 8 * j) & (R - 1)) * PT; };
+        if (__any_sync(~0u, band_filter<CM, ND, false, false>(acc, chunk, 1, PT, lim, band_a)))
+          band_direct(acc, chunk, 1, PT, cf.a, args.kh, [](float x) { return x; });
       }
+      emit_band<P>(acc, xb + 16 * w + fg, y + 2 * fq, rows_left - 2 * fq, args.ow, args.first,
+                   args.last, rows_left >= FOH && xb + FW <= args.ow, args.sum, args.sum_stride,
+                   args.out, args.out_stride);
       if (s + ws::kDepth < steps) ws::bar_arrive(ws::kEmpty + s % ws::kDepth, ws::kThreads);
     }
   }
@@ -977,7 +1024,7 @@ class SeparablePlan final : public CudaPlan {
     using Col = typename Mma::Col;
     constexpr bool kWs = !kMma<Row> && kMma<Col>;  // fp32: the warp-specialized kernel
     const std::size_t tc_smem =
-        kWs ? fused_ws_smem<P, Col>(kh, kw, nc + 1) : fused_smem<P, Row, Col>(kh, kw, nc + 1);
+        kWs ? fused_ws_smem<P, Col>(kw, nc + 1) : fused_smem<P, Row, Col>(kh, kw, nc + 1);
     // Not for the exact row decomposition (r = min(kh, kw) terms): its unit-vector factors
     // would fill whole bands with zeros (tf32 random k = 55: 15.4 against 11.9 ms).
     const bool low_rank = r_ == 1 || r_ < std::min(kh, kw);
