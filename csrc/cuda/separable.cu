@@ -650,10 +650,10 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
 // Non-finite data: the row pass flags the steps whose T rows it wrote non-finite (16 FSETPs per
 // 16 outputs, on the side with slack); the column pass tests its data per datum (band_filter's
 // check, then band_direct) only in steps whose window holds a flagged row.
-// Measured (H100, Gaussian 4096^2, k = 25 / 35 / 55 / 64 ms, one call): 0.0727 / 0.0840 /
-// 0.0984 / 0.1113 against 0.0750 / 0.0840 / 0.1040 / 0.1136 for the form before (two passes of
-// 4 groups per step, every datum tested, ring of 248 rows at k = 55, first staging after the
-// set-up); benchmark notes, round 6.
+// Measured (H100, Gaussian 4096^2, k = 25 / 35 / 55 / 64 ms, one call alternating both forms):
+// 0.0727 / 0.0840 / 0.0984 / 0.1113 against 0.0750 / 0.0840 / 0.1040 / 0.1136 for the form
+// before (two passes of 4 groups per step, every datum tested, a 248-row ring at k = 55, first
+// staging after the set-up); this code in the benchmark: 0.074 / 0.084 / 0.098 (notes, round 6).
 namespace ws {
 constexpr int kWarpsY = 12, kThreads = BX * kWarpsY, kProducers = BX * 8;
 constexpr int kDepth = 3;  // steps the row pass may run ahead of the column pass
@@ -995,7 +995,7 @@ class SeparablePlan final : public CudaPlan {
   using Mma = FusedMma<P>;
   // The tensor-core passes (FusedMma) from min_taps() taps on (H100, Gaussians at 4096^2; tf32:
   // k = 15 0.074 vs 0.075 ms with FFMAs, 25 0.070 vs 0.091, 55 0.082 vs 0.141, same MAPE; fp32:
-  // k = 25 0.074-0.081 vs 0.074-0.081, 35 0.083 vs 0.090, 55 0.104 vs 0.119, MAPE 2.4-2.8e-6 vs
+  // k = 25 0.074 vs 0.077, 35 0.084 vs 0.090, 55 0.098 vs 0.119, MAPE 2.4-2.8e-6 vs
   // 5.8-8.3e-6 %).
   // TENSORCONV_SEPARABLE_TC=0/1 forces either form. The tensor-core passes run nd band chunks
   // (the longer side's), so a much shorter filtered side would waste them.
