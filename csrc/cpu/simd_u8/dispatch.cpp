@@ -291,6 +291,10 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
       s.vtaps = make_taps(s.a);
       s.htaps = make_taps(s.b);
       s.run = isa == Isa::avx512 ? &sep_rows_avx512 : &sep_rows_avx2;
+      static const std::int32_t kBinomial3[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
+      if (isa == Isa::avx512 && kh == 3 && kw == 3 && std::equal(k, k + 9, kBinomial3) &&
+          s.div.kase == 'A' && s.div.b >= 4 && s.div.b <= 8)
+        s.binomial3_scale = 1 << (8 - s.div.b);
     }
   }
 
@@ -630,11 +634,6 @@ void run_separable(const Separable& s, const Image& im, int threads) {
   const std::int64_t w = im.w, tlen = sep_temp_len(w, s.kw);
   const int nt = thread_count(threads);
   const std::int64_t chunk = chunk_of(im.h, nt);
-  // Algorithm 7's temporary row, one per chunk, allocated here so a failure raises MemoryError
-  // in the caller rather than terminating a worker thread.
-  const std::int64_t nchunks = (im.h + chunk - 1) / chunk;
-  std::vector<std::int16_t, Aligned64<std::int16_t>> temps(
-      static_cast<std::size_t>(nchunks * tlen), 0);
   // Input row pointers, border rows mapped: output row i reads rows[i .. i + kh).
   std::vector<const std::uint8_t*> rows(static_cast<std::size_t>(im.h + s.kh - 1));
   row_pointers(im, -im.ay, static_cast<int>(rows.size()), rows.data());
@@ -644,6 +643,19 @@ void run_separable(const Separable& s, const Image& im, int threads) {
     border_src[c] = map_index(x, w, im.border);
     border_dst[c] = im.ax + x;
   }
+  if (s.binomial3_scale && im.ay == 1 && im.ax == 1 && w >= kBinomial3MinW) {
+    const int phase = static_cast<int>(-reinterpret_cast<std::uintptr_t>(im.out) & 63);
+    const Binomial3 g{rows.data(), w,           border_src[0],      border_src[1],
+                      im.out,      im.out_stride, s.binomial3_scale, phase};
+    parallel_chunks(im.h, nt, chunk,
+                    [&](std::int64_t b, std::int64_t e) { binomial3_rows_avx512(g, b, e); });
+    return;
+  }
+  // Algorithm 7's temporary row, one per chunk, allocated here so a failure raises MemoryError
+  // in the caller rather than terminating a worker thread.
+  const std::int64_t nchunks = (im.h + chunk - 1) / chunk;
+  std::vector<std::int16_t, Aligned64<std::int16_t>> temps(
+      static_cast<std::size_t>(nchunks * tlen), 0);
   // Rows narrower than one AVX-512 vector would run the plane passes' scalar remainder: the
   // AVX2 passes (same arithmetic, half the width) cover 32 .. 63 columns with vectors.
   const SepRowsFn run = s.run == &sep_rows_avx512 && w < 64 ? &sep_rows_avx2 : s.run;
