@@ -88,12 +88,12 @@ void walk(const Binomial3& g, std::int64_t x, std::int64_t y0, std::int64_t y1) 
 }  // namespace
 
 void binomial3_rows_avx512(const Binomial3& g, std::int64_t b, std::int64_t e) {
-  // Bands of at most 96 rows: a chunk's walk then finds the lines the previous chunk loaded
-  // (its A and N are the next chunk's P and A) still in L1.
-  constexpr std::int64_t kBand = 96;
   const std::int64_t w = g.w;
-  for (std::int64_t y0 = b; y0 < e; y0 += kBand) {
-    const std::int64_t y1 = y0 + kBand < e ? y0 + kBand : e;
+  // Bands of at most g.band rows, split evenly (a short last band would repeat the two rows
+  // above it for few outputs).
+  const std::int64_t nb = (e - b + g.band - 1) / g.band, band = (e - b + nb - 1) / nb;
+  for (std::int64_t y0 = b; y0 < e; y0 += band) {
+    const std::int64_t y1 = y0 + band < e ? y0 + band : e;
     walk<kLeft>(g, 0, y0, y1);
     // Interior chunks: x = 64, then the columns at which the output rows start a cache line
     // (g.phase), and one last chunk ending at w - 64 if the grid stops short of it.

@@ -630,6 +630,21 @@ void run_blocks(const Block& bk, const Image& im, int threads) {
   });
 }
 
+}  // namespace
+
+std::int64_t binomial3_band(std::int64_t stride) {
+  bool seen[64] = {};
+  int sets = 0;
+  for (std::int64_t y = 0; y < 64; ++y) {
+    const auto set = static_cast<std::size_t>(((y * stride) >> 6) & 63);
+    sets += !seen[set];
+    seen[set] = true;
+  }
+  return std::min<std::int64_t>(64, std::max(4, 4 * sets));
+}
+
+namespace {
+
 void run_separable(const Separable& s, const Image& im, int threads) {
   const std::int64_t w = im.w, tlen = sep_temp_len(w, s.kw);
   const int nt = thread_count(threads);
@@ -645,8 +660,9 @@ void run_separable(const Separable& s, const Image& im, int threads) {
   }
   if (s.binomial3_scale && im.ay == 1 && im.ax == 1 && w >= kBinomial3MinW) {
     const int phase = static_cast<int>(-reinterpret_cast<std::uintptr_t>(im.out) & 63);
-    const Binomial3 g{rows.data(), w,           border_src[0],      border_src[1],
-                      im.out,      im.out_stride, s.binomial3_scale, phase};
+    const Binomial3 g{rows.data(), w,     border_src[0],     border_src[1],
+                      im.out,      im.out_stride, s.binomial3_scale, phase,
+                      binomial3_band(im.in_stride)};
     parallel_chunks(im.h, nt, chunk,
                     [&](std::int64_t b, std::int64_t e) { binomial3_rows_avx512(g, b, e); });
     return;
