@@ -460,6 +460,7 @@ inline std::int64_t map_index(std::int64_t x, std::int64_t n, Border border) {
 
 constexpr int kMaxRows = kMaxK + 2;       // kernel rows + register-blocking rows - 1
 constexpr double kParallelMinWork = 2e6;  // pixels x taps below which one thread is faster
+constexpr double kBinomial3ParallelMin = 2.5e6;  // pixels, for the fused 3x3 binomial pass
 
 struct Image {
   const std::uint8_t* in;
@@ -663,7 +664,13 @@ void run_separable(const Separable& s, const Image& im, int threads) {
     const Binomial3 g{rows.data(), w,     border_src[0],     border_src[1],
                       im.out,      im.out_stride, s.binomial3_scale, phase,
                       binomial3_band(im.in_stride)};
-    parallel_chunks(im.h, nt, chunk,
+    // The fused pass takes ~0.03 ns per pixel on one core, so below kBinomial3ParallelMin
+    // pixels the whole job is about as long as a worker's wake-up (20-40 us on an idle vCPU;
+    // on this VM most wakes even land on the caller's vCPU): one thread was faster from
+    // 1280x720 to 1920x1080 in cpu_u8.py (4 alternating runs), two from 2048x1536 on.
+    const double px = static_cast<double>(im.h) * static_cast<double>(w);
+    const int nt3 = px < kBinomial3ParallelMin ? 1 : nt;
+    parallel_chunks(im.h, nt3, chunk_of(im.h, nt3),
                     [&](std::int64_t b, std::int64_t e) { binomial3_rows_avx512(g, b, e); });
     return;
   }
