@@ -320,6 +320,13 @@ def test_binomial3_fused_pass(tier):
                                      threads=threads)
                 np.testing.assert_array_equal(
                     out, ref, err_msg=f"{tier} w={w} h={h} d={d} {border} {anchor} t={threads}")
+    # From 2.5 Mpx on the fused pass runs on several threads (bands per chunk of rows).
+    image = rng.integers(0, 256, (1301, 1931), dtype=np.uint8)
+    for border in ("constant", "reflect101"):
+        ref = reference(image, kernel, 16, border)
+        for threads in (2, 3):
+            np.testing.assert_array_equal(tc.filter2d_u8(image, kernel, 16, border=border,
+                                                         threads=threads), ref)
 
 
 def test_threads_large_images(avx2):
