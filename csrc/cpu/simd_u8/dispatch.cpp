@@ -307,6 +307,9 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
     } else if (ok_sep && std::min(kh, kw) >= kSepMin) {
       algo = Algo::sep;
       an.why = "separable kernel, k >= " + std::to_string(kSepMin);
+      if (s.binomial3_scale)
+        an.why += "; 3x3 binomial: one fused pass (AVX-512, centred anchor, from " +
+                  std::to_string(kBinomial3MinW) + " columns)";
     } else if (pairs0) {
       // Measured faster than Algorithms 1, 2 and 3 at every k here (benchmarks/CPU_NOTES.md,
       // cpu_u8_algorithms.py); those stay available by name.
