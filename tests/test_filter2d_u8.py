@@ -289,6 +289,46 @@ def test_separable_plane_and_sym_passes(tier):
                         err_msg=f"{tier} {a} x {b} d={d} {anchor} {border} w={w}")
 
 
+def test_binomial3_fused_pass(tier):
+    """The 3x3 binomial Gaussian with divisor 2^4 .. 2^8 takes a fused pass on AVX-512 from 192
+    columns on (64-column chunks walking down bands of rows; the first and last chunk read the
+    border columns, the others start where the output rows start a cache line). Widths on both
+    sides of 192 and of the chunk grid, odd widths, heights below and above a band, every
+    border, saturated images (the largest sum's high byte), outputs at every offset in a cache
+    line, strides whose rows share L1 sets (shorter bands), off-centre anchors and divisors
+    outside 2^4 .. 2^8 (the two-pass form), and 1-3 threads."""
+    rng = np.random.default_rng(23)
+    kernel = np.outer([1, 2, 1], [1, 2, 1])
+    widths = [191, 192, 193, 200, 255, 256, 257, 319, 333, 511, 640, 1024, 1031, 2048]
+    n = 0
+    for i, w in enumerate(widths):
+        for h in (1, 2, 3, 5, 70, 131):
+            if w >= 1024 and h < 70:
+                continue
+            border = BORDERS[n % 3]
+            d = (16, 32, 64, 128, 256, 8, 512)[n % 7]
+            anchor = (0, 0) if n % 11 == 5 else None
+            n += 1
+            off = int(rng.integers(64))  # the output is allocated at the input's line offset
+            buf = rng.integers(0, 256, h * w + 64, dtype=np.uint8)
+            image = buf[off:off + h * w].reshape(h, w)
+            if i % 4 == 3:
+                image[:] = 255
+            ref = reference(image, kernel, d, border, anchor)
+            for threads in (1, 2, 3):
+                out = tc.filter2d_u8(image, kernel, d, border=border, anchor=anchor,
+                                     threads=threads)
+                np.testing.assert_array_equal(
+                    out, ref, err_msg=f"{tier} w={w} h={h} d={d} {border} {anchor} t={threads}")
+    # From 2.5 Mpx on the fused pass runs on several threads (bands per chunk of rows).
+    image = rng.integers(0, 256, (1301, 1931), dtype=np.uint8)
+    for border in ("constant", "reflect101"):
+        ref = reference(image, kernel, 16, border)
+        for threads in (2, 3):
+            np.testing.assert_array_equal(tc.filter2d_u8(image, kernel, 16, border=border,
+                                                         threads=threads), ref)
+
+
 def test_threads_large_images(avx2):
     """Images large enough to run on several threads (home row ranges per thread, chunks taken
     from the others' ranges when a thread finishes early): every thread count gives the

@@ -291,6 +291,10 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
       s.vtaps = make_taps(s.a);
       s.htaps = make_taps(s.b);
       s.run = isa == Isa::avx512 ? &sep_rows_avx512 : &sep_rows_avx2;
+      static const std::int32_t kBinomial3[9] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
+      if (isa == Isa::avx512 && kh == 3 && kw == 3 && std::equal(k, k + 9, kBinomial3) &&
+          s.div.kase == 'A' && s.div.b >= 4 && s.div.b <= 8)
+        s.binomial3_scale = 1 << (8 - s.div.b);
     }
   }
 
@@ -303,6 +307,9 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
     } else if (ok_sep && std::min(kh, kw) >= kSepMin) {
       algo = Algo::sep;
       an.why = "separable kernel, k >= " + std::to_string(kSepMin);
+      if (s.binomial3_scale)
+        an.why += "; 3x3 binomial: one fused pass (AVX-512, centred anchor, from " +
+                  std::to_string(kBinomial3MinW) + " columns)";
     } else if (pairs0) {
       // Measured faster than Algorithms 1, 2 and 3 at every k here (benchmarks/CPU_NOTES.md,
       // cpu_u8_algorithms.py); those stay available by name.
@@ -456,6 +463,7 @@ inline std::int64_t map_index(std::int64_t x, std::int64_t n, Border border) {
 
 constexpr int kMaxRows = kMaxK + 2;       // kernel rows + register-blocking rows - 1
 constexpr double kParallelMinWork = 2e6;  // pixels x taps below which one thread is faster
+constexpr double kBinomial3ParallelMin = 2.5e6;  // pixels, for the fused 3x3 binomial pass
 
 struct Image {
   const std::uint8_t* in;
@@ -626,15 +634,25 @@ void run_blocks(const Block& bk, const Image& im, int threads) {
   });
 }
 
+}  // namespace
+
+std::int64_t binomial3_band(std::int64_t stride) {
+  bool seen[64] = {};
+  int sets = 0;
+  for (std::int64_t y = 0; y < 64; ++y) {
+    const auto set = static_cast<std::size_t>(((y * stride) >> 6) & 63);
+    sets += !seen[set];
+    seen[set] = true;
+  }
+  return std::min<std::int64_t>(64, std::max(4, 4 * sets));
+}
+
+namespace {
+
 void run_separable(const Separable& s, const Image& im, int threads) {
   const std::int64_t w = im.w, tlen = sep_temp_len(w, s.kw);
   const int nt = thread_count(threads);
   const std::int64_t chunk = chunk_of(im.h, nt);
-  // Algorithm 7's temporary row, one per chunk, allocated here so a failure raises MemoryError
-  // in the caller rather than terminating a worker thread.
-  const std::int64_t nchunks = (im.h + chunk - 1) / chunk;
-  std::vector<std::int16_t, Aligned64<std::int16_t>> temps(
-      static_cast<std::size_t>(nchunks * tlen), 0);
   // Input row pointers, border rows mapped: output row i reads rows[i .. i + kh).
   std::vector<const std::uint8_t*> rows(static_cast<std::size_t>(im.h + s.kh - 1));
   row_pointers(im, -im.ay, static_cast<int>(rows.size()), rows.data());
@@ -644,6 +662,26 @@ void run_separable(const Separable& s, const Image& im, int threads) {
     border_src[c] = map_index(x, w, im.border);
     border_dst[c] = im.ax + x;
   }
+  if (s.binomial3_scale && im.ay == 1 && im.ax == 1 && w >= kBinomial3MinW) {
+    const int phase = static_cast<int>(-reinterpret_cast<std::uintptr_t>(im.out) & 63);
+    const Binomial3 g{rows.data(), w,     border_src[0],     border_src[1],
+                      im.out,      im.out_stride, s.binomial3_scale, phase,
+                      binomial3_band(im.in_stride)};
+    // The fused pass takes ~0.03 ns per pixel on one core, so below kBinomial3ParallelMin
+    // pixels the whole job is about as long as a worker's wake-up (20-40 us on an idle vCPU;
+    // on this VM most wakes even land on the caller's vCPU): one thread was faster from
+    // 1280x720 to 1920x1080 in cpu_u8.py (4 alternating runs), two from 2048x1536 on.
+    const double px = static_cast<double>(im.h) * static_cast<double>(w);
+    const int nt3 = px < kBinomial3ParallelMin ? 1 : nt;
+    parallel_chunks(im.h, nt3, chunk_of(im.h, nt3),
+                    [&](std::int64_t b, std::int64_t e) { binomial3_rows_avx512(g, b, e); });
+    return;
+  }
+  // Algorithm 7's temporary row, one per chunk, allocated here so a failure raises MemoryError
+  // in the caller rather than terminating a worker thread.
+  const std::int64_t nchunks = (im.h + chunk - 1) / chunk;
+  std::vector<std::int16_t, Aligned64<std::int16_t>> temps(
+      static_cast<std::size_t>(nchunks * tlen), 0);
   // Rows narrower than one AVX-512 vector would run the plane passes' scalar remainder: the
   // AVX2 passes (same arithmetic, half the width) cover 32 .. 63 columns with vectors.
   const SepRowsFn run = s.run == &sep_rows_avx512 && w < 64 ? &sep_rows_avx2 : s.run;

@@ -13,6 +13,7 @@ void build_pairs_avx512(Block&, const std::int32_t*) {}
 void build_wide_avx2(Block&, const std::int32_t*) {}
 void sep_rows_avx2(const Separable&, const SepRows&, std::int64_t, std::int64_t) {}
 void sep_rows_avx512(const Separable&, const SepRows&, std::int64_t, std::int64_t) {}
+void binomial3_rows_avx512(const Binomial3&, std::int64_t, std::int64_t) {}
 }  // namespace u8
 }  // namespace tc
 #endif  // !TC_X86

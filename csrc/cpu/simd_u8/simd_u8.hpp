@@ -111,6 +111,9 @@ struct Separable {
   Taps vtaps, htaps;  // from a (rows) and b (columns), prepared once per kernel
   bool clip255 = true;  // 16-bit IRs: floor(sum / divisor) can exceed 255 (else no min needed)
   SepRowsFn run = nullptr;  // the vector tier's row loop
+  // 2^(8-b) when the kernel is the 3x3 binomial [1,2,1] x [1,2,1], the divisor 2^b with
+  // 4 <= b <= 8 and the tier AVX-512 (binomial3_rows_avx512 computes it); else 0.
+  int binomial3_scale = 0;
   bool biased() const { return v_unsigned && h_ir == IR::s32; }
 };
 // Elements of Algorithm 7's temporary row for width w (both layouts of sep_impl.hpp fit).
@@ -125,6 +128,25 @@ inline std::int16_t sep_column(const Separable& s, const std::uint8_t* const* ro
   if (s.biased()) bits ^= 0x8000u;
   return static_cast<std::int16_t>(bits);
 }
+// The fused 3x3 binomial pass (binomial3_avx512.cpp) over output rows [b, e) of one image, for
+// centred anchors and w >= kBinomial3MinW (its chunks read the 64 columns on each side).
+constexpr std::int64_t kBinomial3MinW = 192;
+struct Binomial3 {
+  const std::uint8_t* const* rows;  // rows[i]: the (border-mapped) input row above output row i
+  std::int64_t w;
+  std::int64_t lsrc, rsrc;  // the columns whose pixels stand for columns -1 and w (-1: zero)
+  std::uint8_t* out;
+  std::int64_t out_stride;
+  int scale;  // Separable::binomial3_scale
+  int phase;  // the first column at which output row 0 starts a cache line
+  std::int64_t band;  // rows per column walk (binomial3_band)
+};
+// Rows per column walk for row stride `stride`: a walk keeps ~4 lines per row in L1, and rows
+// whose starts share L1 sets (strides of 1024, 2048, 4096 bytes) evict each other: 4 rows per
+// distinct set among 64 consecutive rows, 4 .. 64 (measured: 2048x256 at 64 rows 2.8x the
+// cycles of 8 rows; 1920 wide, 64 rows best).
+std::int64_t binomial3_band(std::int64_t stride);
+void binomial3_rows_avx512(const Binomial3& g, std::int64_t b, std::int64_t e);
 // Exact scalar output from column sums t[0 .. kw) as the vertical pass stored them.
 std::uint8_t sep_scalar_output(const Separable& s, const std::int16_t* t);
 std::uint8_t clip_div(std::int64_t sum, std::int64_t divisor);  // clip(floor(sum / d), 0, 255)
