@@ -17,7 +17,8 @@
 namespace tc {
 namespace cuda {
 
-constexpr int kBandGroups = 4;  // output groups of 8 per warp (fused_pass): 32 outputs along the filter
+// Output groups of 8 per warp in fused_pass: 32 outputs along the filter (fused_ws_pass: 8).
+constexpr int kBandGroups = 4;
 
 // Round-to-nearest (ties away) to tf32, as bits; exact for |x| < 2^126 (callers check).
 __device__ __forceinline__ unsigned tf32_bits(float x) {

@@ -422,6 +422,12 @@ __device__ __forceinline__ void stage_group(const typename Prec<P>::Store* __res
   }
 }
 
+// The first image row that group g of a segment starting at row ys stages: step 0's g0 groups
+// cover its whole window, each later group the FG new rows of its step.
+__device__ __forceinline__ int group_row(int g, int g0, int ys, int kh) {
+  return g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + kh - 1;
+}
+
 // Calls put(F, L, full) with the compile-time flags of this term (one term, rank 1, is the
 // common case and gets unguarded copies for full tiles).
 template <class Put>
@@ -550,9 +556,8 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
   // step FG rows into T rows kh - 1 (after the shift).
   const int g0 = (FOH + args.kh - 1 + FG - 1) / FG, groups = g0 + steps - 1;
   auto stage = [&](int g) {
-    const int t0 = g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + args.kh - 1;
-    stage_group<P, SU>(args.in, args.in_stride, args.ih, args.iw, xb, t0, sin, pitch, xa_n,
-                       args.async, ty);
+    stage_group<P, SU>(args.in, args.in_stride, args.ih, args.iw, xb,
+                       group_row(g, g0, ys, args.kh), sin, pitch, xa_n, args.async, ty);
   };
   stage(0);
   const int rl = tx + BX * (ty >> 2), xg = ty & 3;  // FFMA row pass: image row, group of FR outputs
@@ -685,7 +690,8 @@ template <Precision P, class CM>
 std::size_t fused_ws_smem(int kw, int nd) {
   using S = typename Prec<P>::Store;
   return FG * fused_in_pitch<S>(kw, 0) * sizeof(S) +
-         ws::kRingRows * kPitchT<true> * sizeof(typename Prec<P>::Elem) + nd * 32 * bfrag_bytes<CM>();
+         ws::kRingRows * kPitchT<true> * sizeof(typename Prec<P>::Elem) +
+         nd * 32 * bfrag_bytes<CM>();
 }
 
 template <Precision P, int NC, class CM>
@@ -715,9 +721,8 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
   // Step 0 filters T rows 0 .. win - 1 (g0 groups), step s rows s FOH + kh - 1 .. + FG - 1.
   const int g0 = (win + FG - 1) / FG;
   auto stage = [&](int g) {
-    const int t0 = g < g0 ? ys + g * FG : ys + (g - g0 + 1) * FOH + args.kh - 1;
-    stage_group<P>(args.in, args.in_stride, args.ih, args.iw, xb, t0, sin, pitch, xa_n,
-                   args.async, ty);
+    stage_group<P>(args.in, args.in_stride, args.ih, args.iw, xb, group_row(g, g0, ys, args.kh),
+                   sin, pitch, xa_n, args.async, ty);
   };
   if (ty < 8) stage(0);  // first, so that its latency overlaps the set-up (-1.5 % at k = 55)
   build_band<CM>(band_a, cf.a, args.kh, ND, tid, ws::kThreads);
@@ -760,15 +765,14 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
       const bool check =
           nonfinite[s % (ws::kDepth + 1)] | (s ? nonfinite[(s - 1) % (ws::kDepth + 1)] : 0);
       typename CM::Acc acc[G][4] = {};
-      // Rows past the window are being rewritten by the row pass: read as zero. (The plan's
-      // band_chunks(kh) >= ND - 1 keeps lim >= 8 (G + ND - 3), as band_filter requires.)
-      const int lim = win;
+      // Rows past the window (win) are being rewritten by the row pass: read as zero. (The
+      // plan's band_chunks(kh) >= ND - 1 keeps win >= 8 (G + ND - 3), as band_filter requires.)
       if (!check) {
         // The step's base row is 64 (s mod 4): every chunk address is a compile-time offset.
         auto run = [&](auto b) {
           constexpr int B = decltype(b)::value;
           auto at = [&](int j) { return pw + ((B + 8 * j) & (R - 1)) * PT; };
-          band_filter<CM, ND, false, false, false>(acc, at, 1, PT, lim, band_a);
+          band_filter<CM, ND, false, false, false>(acc, at, 1, PT, win, band_a);
         };
         switch (s & 3) {
           case 0: run(std::integral_constant<int, 0>{}); break;
@@ -779,7 +783,7 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
       } else {
         const int base = (s * FOH) & (R - 1);
         auto chunk = [&](int j) { return pw + ((base + 8 * j) & (R - 1)) * PT; };
-        if (__any_sync(~0u, band_filter<CM, ND, false, false>(acc, chunk, 1, PT, lim, band_a)))
+        if (__any_sync(~0u, band_filter<CM, ND, false, false>(acc, chunk, 1, PT, win, band_a)))
           band_direct(acc, chunk, 1, PT, cf.a, args.kh, [](float x) { return x; });
       }
       emit_band<P>(acc, xb + 16 * w + fg, y + 2 * fq, rows_left - 2 * fq, args.ow, args.first,
