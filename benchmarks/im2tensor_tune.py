@@ -3,8 +3,7 @@ and precision on 4096x4096, printing the median ms per (k, Wc, dB). Used to pick
 in csrc/cuda/im2tensor/im2tensor.cuh.
 Usage: python benchmarks/im2tensor_tune.py [variant] [precision] [k,k,...]
        python benchmarks/im2tensor_tune.py --mma [variant] [precision] [k,k,...]
---mma: the mma.sync path (Wc fixed at 128): dB x window-as-C-operand on/off
-(TENSORCONV_I2T_CHAIN) x two rows per B fragment where possible / one (TENSORCONV_I2T_RW)."""
+--mma: the mma.sync path: dB x 128-column passes per CTA (TENSORCONV_I2T_DB / _NH)."""
 
 import itertools
 import os
@@ -22,18 +21,19 @@ def sweep_mma(variant, prec, ks):
     for k in ks:
         kernel = kernel_of(k)
         best = None
-        for chain, db, rw in itertools.product(("1", "0"), (16, 32, 64), ("2", "1")):
-            os.environ["TENSORCONV_I2T_CHAIN"], os.environ["TENSORCONV_I2T_DB"] = chain, str(db)
-            os.environ["TENSORCONV_I2T_RW"] = rw
-            run = Im2TensorRun(variant, prec, img, kernel)
+        for nh, db in itertools.product((1, 2, 4), (16, 32, 48, 64)):
+            os.environ["TENSORCONV_I2T_NH"], os.environ["TENSORCONV_I2T_DB"] = str(nh), str(db)
+            try:
+                run = Im2TensorRun(variant, prec, img, kernel)
+            except RuntimeError as e:  # staged rows beyond the shared memory of an SM
+                print(f"tune {variant} {prec} k={k} nh={nh} dB={db} skipped: {e}", flush=True)
+                continue
             ms = median_ms(run)
-            print(f"tune {variant} {prec} k={k} chain={chain} dB={db} rw={rw} {ms:.4f} ms",
-                  flush=True)
-            best = min(best or (ms, chain, db, rw), (ms, chain, db, rw))
+            print(f"tune {variant} {prec} k={k} nh={nh} dB={db} {ms:.4f} ms", flush=True)
+            best = min(best or (ms, nh, db), (ms, nh, db))
             del run
-        print(f"best {variant} {prec} k={k}: {best[0]:.4f} ms at chain={best[1]} dB={best[2]}"
-              f" rw={best[3]}")
-    for v in ("TENSORCONV_I2T_CHAIN", "TENSORCONV_I2T_DB", "TENSORCONV_I2T_RW"):
+        print(f"best {variant} {prec} k={k}: {best[0]:.4f} ms at nh={best[1]} dB={best[2]}")
+    for v in ("TENSORCONV_I2T_NH", "TENSORCONV_I2T_DB"):
         os.environ.pop(v)
     torch.cuda.synchronize()
 

@@ -60,6 +60,41 @@ def test_odd_shapes_vs_scipy(method, precision):
         assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
 
 
+# The mma.sync path of fused / atomic (fp16, fp16fp32, bf16; kh, kw <= 64): a CTA walks nh
+# 128-column passes carrying the diagonals that cross between them, over dB output rows. The
+# benchmark-only overrides reach geometries the defaults pick only on other image sizes: one
+# pass, an odd number, ragged last strips, dB not a multiple of the 8 warps or of anything.
+MMA_SHAPES = [
+    ((150, 700), (15, 15)),  # strips of 2-4 passes, the last one ragged
+    ((90, 530), (25, 9)),    # x padded 9 -> 16, y 25 -> 32
+    ((130, 640), (64, 64)),  # the largest tile (8 n-tiles of x, 4 chunks of y)
+    ((70, 400), (7, 57)),    # wide and short: the carry spans two reader rounds
+    ((40, 300), (1, 1)),     # no edges at all
+]
+
+
+@pytest.mark.parametrize("nh, db", [(1, 7), (2, 16), (3, 33), (4, 64)])
+@pytest.mark.parametrize("precision", ("fp16", "fp16fp32", "bf16"))
+@pytest.mark.parametrize("method", ("im2tensor_fused", "im2tensor_atomic"))
+def test_mma_pass_geometries(method, precision, nh, db, monkeypatch):
+    _available(method)
+    monkeypatch.setenv("TENSORCONV_I2T_NH", str(nh))
+    monkeypatch.setenv("TENSORCONV_I2T_DB", str(db))
+    rng = np.random.default_rng(nh * 100 + db)
+    for ishape, kshape in MMA_SHAPES:
+        image, kernel = rng.random(ishape), rng.random(kshape)
+        ref = scipy.signal.correlate2d(image, kernel, "valid")
+        out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+        assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
+        err = mape(out, ref)
+        assert err <= mape_bound(method, precision), (ishape, kshape, err)
+        image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
+        ref = scipy.signal.correlate2d(image, kernel, "valid")
+        out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+        err = relative_l2(out, ref)
+        assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
+
+
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", [v for v in VARIANTS if v != "im2tensor_atomic"])
 def test_repeats_bit_identical(method, precision):

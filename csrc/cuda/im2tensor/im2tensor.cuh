@@ -130,7 +130,6 @@ struct Geo {
   long long wP;       // row length of the P workspace (non-fused)
   int PX;             // rows of P per r: nI * hB
   int ldA, ldS, rowsS;  // shared-memory leading dimensions (elements) and staged image rows
-  int rw;             // mma.sync path: output rows per pass of a warp (1 or 2)
 };
 
 struct Args {
@@ -460,17 +459,9 @@ __global__ void trplus_kernel(const Acc* P, long long wP, int PX, int kw, int hR
 
 // Recombination of the partial sums (Algorithm 2, lines 13-19): R[r][j] adds, for every P_block
 // (i, jb) whose diagonals cross j, its partial in C row (i + jb) mod NC.
-// edges_only (mma path, nI = 1): only the hB-1 columns left of each block boundary, the others
-// were written final by the block.
 template <class Part, class Out>
-__global__ void recombine_kernel(const Part* C, Geo g, Out* out, long long out_ld,
-                                 bool edges_only) {
-  int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (edges_only) {
-    const int e = g.hB - 1;
-    if (e == 0 || j >= g.nJ * e) return;
-    j = (j / e + 1) * g.Wc - e + j % e;
-  }
+__global__ void recombine_kernel(const Part* C, Geo g, Out* out, long long out_ld) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= g.wR) return;
   for (int r = blockIdx.y; r < g.hR; r += gridDim.y) {
     const Part* c = C + static_cast<std::size_t>(r) * g.NC * g.wR + j;
@@ -481,6 +472,39 @@ __global__ void recombine_kernel(const Part* C, Geo g, Out* out, long long out_l
       for (int jb = lo; jb <= hi; ++jb) s += c[static_cast<std::size_t>((i + jb) % g.NC) * g.wR];
     }
     out[static_cast<std::size_t>(r) * out_ld + j] = narrow<Out>(s);
+  }
+}
+
+// The same for the mma path (nI = 1), which writes every diagonal inside a P_block final: only
+// the kw-1 columns left of each block boundary remain, each the sum of the partials of blocks
+// jb and jb+1. A thread takes kRecRows rows of one column, its loads independent (the kernel
+// is bound by their latency, not by bandwidth). Launched as a programmatic dependent of the
+// P_block kernel: its blocks are scheduled during that grid's last wave and wait here.
+constexpr int kRecRows = 8;
+template <class Part, class Out>
+__global__ void recombine_edges_kernel(const Part* __restrict__ C, Geo g, Out* __restrict__ out,
+                                       long long out_ld) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  const int e = g.kw - 1, t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= g.nJ * e) return;
+  const int jb = t / e, j = (jb + 1) * g.Wc - e + t % e;
+  if (j >= g.wR) return;
+  const std::size_t rs = static_cast<std::size_t>(g.NC) * g.wR;
+  const Part* c0 = C + static_cast<std::size_t>(jb % g.NC) * g.wR + j;
+  const Part* c1 = C + static_cast<std::size_t>((jb + 1) % g.NC) * g.wR + j;
+  const bool two = jb + 1 < g.nJ;
+  for (int r0 = blockIdx.y * kRecRows; r0 < g.hR; r0 += gridDim.y * kRecRows) {
+    Part v[kRecRows];
+#pragma unroll
+    for (int u = 0; u < kRecRows; ++u) {
+      const int r = r0 + u;
+      v[u] = r < g.hR ? c0[r * rs] + (two ? c1[r * rs] : Part(0)) : Part(0);
+    }
+#pragma unroll
+    for (int u = 0; u < kRecRows; ++u)
+      if (r0 + u < g.hR) out[static_cast<std::size_t>(r0 + u) * out_ld + j] = narrow<Out>(v[u]);
   }
 }
 
@@ -585,32 +609,34 @@ class Plan final : public CudaPlan {
       const char* force_wmma = std::getenv("TENSORCONV_I2T_WMMA");
       if (r.kh <= 64 && r.kw <= 64 && !(force_wmma && force_wmma[0] == '1')) {
         // mma.sync path (mma_fused.cuh); TENSORCONV_I2T_WMMA=1 keeps WMMA for comparisons.
-        // dB from the sweeps (benchmarks/IM2TENSOR_NOTES.md): 16 rows for kh <= 16, 32 up to
-        // 48, 64 beyond (with the ring buffer 32 at kh = 15 and 64 at kh = 35 are within 1-2 %).
-        // Benchmark-only overrides: TENSORCONV_I2T_DB, TENSORCONV_I2T_CHAIN=0/1,
-        // TENSORCONV_I2T_RW=2.
-        int Wc = 8 * kMmaNT, dB = r.kh <= 16 ? 16 : r.kh <= 48 ? 32 : 64;
+        // x padded to 8 (the MMA's n), y to 16. dB output rows and nh 128-column passes per
+        // CTA from the sweeps (benchmarks/IM2TENSOR_NOTES.md, 4096²): dB 64 / 48 / 32 for
+        // kh <= 16 / 48 / 64, two passes, one only where the staged rows would not let the
+        // registers' CTAs per SM fit in shared memory or the grid would not fill the SMs.
+        // Benchmark-only overrides (and the tests' way to reach every geometry):
+        // TENSORCONV_I2T_DB, TENSORCONV_I2T_NH.
+        int Wc = kMmaWc, dB = r.kh <= 16 ? 64 : r.kh <= 48 ? 48 : 32;
         tuning_override(Wc, dB, 16);
-        Wc = 8 * kMmaNT;
-        g_ = make_geo(16, 8, 16, r, Wc, dB);
-        const int mt = g_.nxt, kc = g_.hKp / 16;
-        const char* rw_env = std::getenv("TENSORCONV_I2T_RW");
-        // Two rows per B fragment (where the pad row exists and both rows' A fragments fit)
-        // only on request: measured slower than one row at every k (IM2TENSOR_NOTES.md).
-        g_.rw = (g_.hKp > g_.kh && mt * kc <= 4 && g_.dB % 2 == 0 && rw_env &&
-                 rw_env[0] == '2') ? 2 : 1;
-        g_.ldA = g_.hKp + 8;
-        g_.ldS = g_.Wc + 8;  // 272 B rows: ldmatrix's 8 row addresses hit distinct banks
-        g_.rowsS = g_.dB + g_.hKp - 1;
+        const int nj = ceil_div(r.kw, 8), kc = ceil_div(r.kh, 16);
+        const int minb = mma_min_blocks(nj, kc, MmaOp<T>::CREGS == 2);
+        const char* nh_env = std::getenv("TENSORCONV_I2T_NH");
+        int nh = nh_env ? std::max(1, std::min(8, std::atoi(nh_env))) : 2;
+        for (;; nh /= 2) {
+          g_ = make_geo(8, 8, 16, r, kMmaWc * nh, dB);
+          g_.ldS = mma_lds(nh);
+          g_.rowsS = g_.dB + g_.hKp - 1;
+          if (nh_env) break;
+          const std::size_t sm = MmaSmem(g_).total;
+          const std::int64_t ctas = static_cast<std::int64_t>(g_.nJ) * g_.nRB;
+          if (nh == 1 ||
+              (sm * minb <= 220 * 1024 && ctas >= static_cast<std::int64_t>(sm_count()) * minb))
+            break;
+        }
+        g_.ldA = 0;
         staged_ = true;
         threads_ = kMmaWarps * 32;
         smem_ = MmaSmem(g_).total;
-        // The window as the MMAs' C operand (fp32 accumulators only) where measured faster.
-        const char* chain_env = std::getenv("TENSORCONV_I2T_CHAIN");
-        bool chain = mt >= 3 || g_.rw == 2;
-        if (chain_env && (chain_env[0] == '0' || chain_env[0] == '1')) chain = chain_env[0] == '1';
-        chain = chain && MmaOp<T>::CREGS == 4;
-        kfn_ = pick_mma(mt, kc, chain, g_.rw);
+        kfn_ = pick_mma(g_.nxt, g_.hKp / 16);
       }
     }
     if (!kfn_) {
@@ -666,9 +692,7 @@ class Plan final : public CudaPlan {
     if (E == Epi::atomic_r)
       TC_CUDA_CHECK(cudaMemset2DAsync(out.data, out.row_stride * sizeof(Out), 0,
                                       g_.wR * sizeof(Out), g_.hR, st));
-    const dim3 grid(g_.nJ, g_.nRB, g_.nI);
-    kfn_<<<grid, threads_, smem_, st>>>(a);
-    TC_CUDA_LAUNCH_CHECK();
+    launch_main(a, st);
     const dim3 g2(ceil_div(g_.wR, 128), g_.hR < 65535 ? g_.hR : 65535);
     if (E == Epi::store_p) {
       trplus_kernel<typename T::Acc, typename T::Part, Out><<<g2, 128, 0, st>>>(
@@ -676,13 +700,35 @@ class Plan final : public CudaPlan {
           out.row_stride);
       TC_CUDA_LAUNCH_CHECK();
     } else if (E == Epi::partial_c) {
-      const bool edges = threads_ == kMmaWarps * 32;  // the mma path writes inner pixels
-      const dim3 g3(edges ? ceil_div(static_cast<std::int64_t>(g_.nJ) * (g_.hB - 1) + 1, 128)
-                          : g2.x, g2.y);
-      recombine_kernel<typename T::Part, Out><<<g3, 128, 0, st>>>(
-          ws_.get<typename T::Part>(), g_, out.ptr<Out>(), out.row_stride, edges);
+      if (threads_ == kMmaWarps * 32) {
+        if (g_.kw > 1) {
+          const int rows = ceil_div(g_.hR, kRecRows);
+          cudaLaunchConfig_t cfg{};
+          cfg.gridDim = dim3(ceil_div(static_cast<std::int64_t>(g_.nJ) * (g_.kw - 1), 128),
+                             rows < 65535 ? rows : 65535);
+          cfg.blockDim = dim3(128);
+          cfg.stream = st;
+          cudaLaunchAttribute at[1];
+          at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+          at[0].val.programmaticStreamSerializationAllowed = 1;
+          cfg.attrs = at;
+          cfg.numAttrs = 1;
+          TC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, recombine_edges_kernel<typename T::Part, Out>,
+                                           static_cast<const typename T::Part*>(ws_.get()), g_,
+                                           out.ptr<Out>(), static_cast<long long>(out.row_stride)));
+        }
+      } else {
+        recombine_kernel<typename T::Part, Out><<<g2, 128, 0, st>>>(
+            ws_.get<typename T::Part>(), g_, out.ptr<Out>(), out.row_stride);
+      }
       TC_CUDA_LAUNCH_CHECK();
     }
+  }
+
+  // The P_block kernel.
+  void launch_main(const Args& a, cudaStream_t st) {
+    kfn_<<<dim3(g_.nJ, g_.nRB, g_.nI), threads_, smem_, st>>>(a);
+    TC_CUDA_LAUNCH_CHECK();
   }
 
  private:
@@ -692,25 +738,16 @@ class Plan final : public CudaPlan {
     if (nxt <= 4) return pblock_kernel<T, S, E, 4>;
     return pblock_kernel<T, S, E, kXTilesMax>;
   }
-  static KernelFn pick_mma(int mt, int kc, bool chain, int rw) {
+  static KernelFn pick_mma(int nj, int kc) {
     if constexpr (kHasMma<T> && E != Epi::store_p) {
-      constexpr bool kC = MmaOp<T>::CREGS == 4;
-#define TC_I2T_MMA(RW_, M_, K_)                                                                 \
-  case M_ * 8 + K_:                                                                             \
-    return chain ? pblock_mma_kernel<T, E, M_, K_, kC, RW_> : pblock_mma_kernel<T, E, M_, K_, false, RW_>;
-      if (rw == 2) {
-        switch (mt * 8 + kc) {
-          TC_I2T_MMA(2, 1, 1) TC_I2T_MMA(2, 1, 2) TC_I2T_MMA(2, 1, 3) TC_I2T_MMA(2, 1, 4)
-          TC_I2T_MMA(2, 2, 1) TC_I2T_MMA(2, 2, 2) TC_I2T_MMA(2, 3, 1) TC_I2T_MMA(2, 4, 1)
-        }
-      } else {
-        switch (mt * 8 + kc) {
-          TC_I2T_MMA(1, 1, 1) TC_I2T_MMA(1, 1, 2) TC_I2T_MMA(1, 1, 3) TC_I2T_MMA(1, 1, 4)
-          TC_I2T_MMA(1, 2, 1) TC_I2T_MMA(1, 2, 2) TC_I2T_MMA(1, 2, 3) TC_I2T_MMA(1, 2, 4)
-          TC_I2T_MMA(1, 3, 1) TC_I2T_MMA(1, 3, 2) TC_I2T_MMA(1, 3, 3) TC_I2T_MMA(1, 3, 4)
-          TC_I2T_MMA(1, 4, 1) TC_I2T_MMA(1, 4, 2) TC_I2T_MMA(1, 4, 3) TC_I2T_MMA(1, 4, 4)
-        }
+#define TC_I2T_MMA(N_, K_) \
+  case N_ * 8 + K_: return pblock_mma_kernel<T, E, N_, K_>;
+#define TC_I2T_MMA_K(N_) TC_I2T_MMA(N_, 1) TC_I2T_MMA(N_, 2) TC_I2T_MMA(N_, 3) TC_I2T_MMA(N_, 4)
+      switch (nj * 8 + kc) {
+        TC_I2T_MMA_K(1) TC_I2T_MMA_K(2) TC_I2T_MMA_K(3) TC_I2T_MMA_K(4)
+        TC_I2T_MMA_K(5) TC_I2T_MMA_K(6) TC_I2T_MMA_K(7) TC_I2T_MMA_K(8)
       }
+#undef TC_I2T_MMA_K
 #undef TC_I2T_MMA
     }
     throw ValueError("im2tensor: no mma.sync kernel for this block shape");

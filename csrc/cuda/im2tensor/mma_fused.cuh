@@ -1,23 +1,41 @@
 // The fused P_block kernel on mma.sync (m16n8k16, fp16 / fp16fp32 / bf16), used by
 // im2tensor_fused and im2tensor_atomic when the kernel fits one block (kh, kw <= 64).
-// Measured reason (benchmarks/IM2TENSOR_NOTES.md): the WMMA kernel is bound by shared memory
-// (L1 97 % busy at k = 15): every P element went through shared memory twice and K̂ᵀ fragments
-// were reloaded per tile. Here the accumulator layout is known, so
-//   * K̂ᵀ fragments stay in registers for the whole thread block;
-//   * the sum over x along a diagonal is done in registers for the 2·MT row groups a lane
-//     holds (x = 8u + g: elements (u, n-tile w+u) share a diagonal), in a sliding window over
-//     the n-tiles, leaving 8 partials per diagonal (one per g) to go through shared memory;
-//   * diagonals that lie wholly inside the block are final pixels, written straight to R; only
-//     the hB-1 diagonals a block shares with its neighbour on each side go through C (or
-//     atomics), and the recombination pass visits only those columns.
-// Included by im2tensor.cuh (needs its traits, Geo, Args, stage_image).
+// Included by im2tensor.cuh (needs its traits, Geo, Args).
+//
+// Orientation (third round, benchmarks/IM2TENSOR_NOTES.md): P = K̂ᵀŜ is computed transposed,
+// Pᵀ = Ŝᵀ K̂, with image columns c along the MMA's m and kernel columns x along its n. What
+// bounds this kernel is the sum along each diagonal j = c - x across lanes: an accumulator
+// element (m, n) sits in lane (g = m mod 8, t = n/2 mod 4). With x along m (rounds 1-2) every
+// lane group g holds different x, so each diagonal had 8 partials to exchange through shared
+// memory whatever the kernel size. Here both index maps are chosen so a lane's elements share
+// diagonals as much as possible:
+//   * lane group g owns the 16 contiguous image columns c = 16g + q of the 128-column block:
+//     m-tile i, row m maps to c = 16(m mod 8) + 2i + m/8, which the ldmatrix.trans of the A
+//     operand reads from a staged row permuted as position 8q + g <-> column 16g + q;
+//   * lane t owns the W = 2·NJ contiguous x = W·t + 2j + e (n-tile j, column n = 2t + e) of the
+//     K̂ B fragments, which stay in registers.
+// Then accumulator element (m, n) of MMA (i, j) lies on diagonal 16g - W·t + 2(i - j) + (m/8 - e):
+// every MMA with the same i - j adds to the same diagonals, so one accumulator set per i - j is
+// the MMAs' C operand (fp32 accumulators: no per-element adds, 7 + NJ independent chains). A
+// lane ends the row with 16 + W - 1 consecutive diagonal partials; the first W - 1 belong to the
+// neighbouring lane group (one shuffle each), leaving each diagonal with exactly 4 partials,
+// one per t, that meet in a per-warp shared buffer (one 16-byte load per output). Rounds 1-2
+// moved 8 partials per diagonal (64 B written and read per output) and padded x to 16.
+// Diagonals wholly inside the block are final pixels written straight to R; the hB - 1 on
+// each side are partial, through C (fused) or atomics (atomic), as before.
 #pragma once
 
 namespace tc {
 namespace cuda {
 namespace i2t {
 
-constexpr int kMmaWarps = 4;
+constexpr int kMmaWarps = 8;
+constexpr int kMmaWc = 128;  // columns of one pass of a warp: 16 per lane group
+// A CTA walks nh such column blocks ("halves") left to right per row; the partial sums of the
+// diagonals crossing from one into the next stay in registers, so only the CTA's outer edges
+// go through C / atomics. Staged row: nh·128 + 8 elements (an odd multiple of 16 bytes, so
+// ldmatrix's 8 row addresses hit distinct banks).
+__host__ __device__ constexpr int mma_lds(int nh) { return kMmaWc * nh + 8; }
 
 template <class T> struct MmaOp;
 template <> struct MmaOp<TrFp16> {  // half accumulator requested, as the paper's fp16
@@ -37,9 +55,6 @@ template <> struct MmaOp<TrFp16> {  // half accumulator requested, as the paper'
 };
 template <class AB> struct MmaF32 {
   static constexpr int CREGS = 4;
-  __device__ static void run(std::uint32_t* c, const std::uint32_t* a, const std::uint32_t* b) {
-    runf(reinterpret_cast<float*>(c), a, b);
-  }
   __device__ static void runf(float* f, const std::uint32_t* a, const std::uint32_t* b) {
     if constexpr (std::is_same_v<AB, __half>) {
       asm volatile(
@@ -55,9 +70,6 @@ template <class AB> struct MmaF32 {
           : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
     }
   }
-  __device__ static float get(const std::uint32_t* c, int i) {
-    return reinterpret_cast<const float*>(c)[i];
-  }
 };
 template <> struct MmaOp<TrFp16Fp32> : MmaF32<__half> {};
 template <> struct MmaOp<TrBf16> : MmaF32<__nv_bfloat16> {};
@@ -66,242 +78,323 @@ template <class T> constexpr bool kHasMma = std::is_same_v<T, TrFp16> ||
                                             std::is_same_v<T, TrFp16Fp32> ||
                                             std::is_same_v<T, TrBf16>;
 
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t* r, const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
-}
 __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t* r, const void* p) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
 }
+__device__ __forceinline__ std::uint32_t movmatrix_trans(std::uint32_t v) {
+  std::uint32_t d;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(v));
+  return d;
+}
 
-// Per-warp diagonal buffer, transposed: row D (local diagonal) holds its 8 partials (one per
-// groupID g) contiguously, so the reduction reads them as two 16-byte loads with no bounds
-// checks. Slot of (D, g) = g ^ ((D >> 2) & 1): with it the lanes' 4-byte stores of one emit hit
-// 32 distinct banks (checked exhaustively), and reading half (lane >> 2) & 1 first keeps each
-// quarter-warp's 16-byte loads on distinct banks.
-// The buffer is a ring of 64 rows (row D & 63): emit k writes D = 8k .. 8k+14, so block b
-// (D = 32b .. 32b+31) is complete after emit 4b + 3 and is reduced then, before emit 4b + 7
-// first writes the rows it shares with D + 64. 2 KB per warp instead of a whole slice (5-6 KB):
-// the slice buffer was what bounded the CTAs per SM at small k, and the reductions now
-// interleave with the MMAs. Slots no emit writes (the first 7 and the last 7 diagonals) are
-// zeroed before the emit that writes the rest of their rows.
-constexpr int kMmaRing = 64;
-constexpr int kMmaNT = 16;  // n-tiles per block: Wc = 128, the best width measured for every k
+// Two neighbouring image elements (gc, gc+1) of row gr as a packed Stage pair, zero outside.
+template <class T>
+__device__ __forceinline__ std::uint32_t load_pair(const typename T::In* img, long long ld,
+                                                   int ih, int iw, int gr, int gc, bool vec_ok) {
+  using In = typename T::In;
+  using S = typename T::Stage;
+  In v0 = In(0), v1 = In(0);
+  if (gr < ih) {
+    const In* p = img + static_cast<std::size_t>(gr) * ld + gc;
+    if (vec_ok && gc + 1 < iw) {
+      if constexpr (sizeof(In) == 2) {
+        const std::uint32_t w = *reinterpret_cast<const std::uint32_t*>(p);
+        return w;  // already the Stage pair (fp16 staged as stored)
+      } else {
+        const float2 f = *reinterpret_cast<const float2*>(p);
+        v0 = f.x;
+        v1 = f.y;
+      }
+    } else {
+      if (gc < iw) v0 = p[0];
+      if (gc + 1 < iw) v1 = p[1];
+    }
+  }
+  struct alignas(4) Pair { S lo, hi; } s{to_stage<T>(v0), to_stage<T>(v1)};
+  return *reinterpret_cast<std::uint32_t*>(&s);
+}
 
+// Image rows r0.. (rows of them), columns c0..c0+127, staged in the permuted layout: position
+// 8q + e of a row holds column 16e + q. Seen as an 8 (e) x 16 (q) matrix, a 128-column row
+// segment is transposed: each lane loads the pair (e = lane/4, q = 2(lane%4) + {0,1}) of both
+// 8x8 halves, movmatrix transposes them in registers, and one conflict-free 4-byte store each
+// puts them in place (the same shared-memory wavefronts as a plain 16-byte staging).
+template <class T>
+__device__ __forceinline__ void stage_image_perm(const typename T::In* img, long long ld, int ih,
+                                                 int iw, int r0, int rows, int c0, int segs,
+                                                 typename T::Stage* dst, int ldd, bool vec_ok) {
+  constexpr int UNR = 4;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int e = lane >> 2, pp = lane & 3;
+  // work item = (row, 128-column segment), warp-uniform
+  for (int base = warp; base < rows * segs; base += kMmaWarps * UNR) {
+    std::uint32_t v[UNR][2];
+#pragma unroll
+    for (int u = 0; u < UNR; ++u) {
+      const int it = base + u * kMmaWarps, row = it / segs, seg = it % segs;
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        v[u][h] = row < rows ? load_pair<T>(img, ld, ih, iw, r0 + row,
+                                            c0 + kMmaWc * seg + 16 * e + 8 * h + 2 * pp, vec_ok)
+                             : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < UNR; ++u) {
+      const int it = base + u * kMmaWarps, row = it / segs, seg = it % segs;
+      if (row < rows) {  // warp-uniform: movmatrix needs the whole warp
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          *reinterpret_cast<std::uint32_t*>(dst + row * ldd + kMmaWc * seg + 8 * (8 * h + e) +
+                                            2 * pp) = movmatrix_trans(v[u][h]);
+      }
+    }
+  }
+}
+
+// Per-warp diagonal buffer: one array per lane column t (the 4 partials of diagonal D sit at
+// mma_buf_off(t) + D), so a lane writes its 16 consecutive diagonals with four 16-byte stores.
+// The per-t offsets align each lane's first store and put the 8 lanes of each store phase on
+// distinct banks; the reader does four conflict-free 4-byte loads per diagonal.
+template <int NJ> struct MmaBuf {
+  static constexpr int W = 2 * NJ, NDIAG = kMmaWc + 8 * NJ - 1;
+  // first owned diagonal of lane (0, t): W(4 - t) - 1; o(t) makes it a multiple of 4
+  __host__ __device__ static constexpr int o(int t) { return ((1 - W * (4 - t)) % 4 + 4) % 4; }
+  __host__ __device__ static constexpr int chunk(int t, int str) {
+    return ((t * str + o(t) + W * (4 - t) - 1) / 4) % 4;
+  }
+  __host__ __device__ static constexpr int stride() {  // words per t, a multiple of 4
+    for (int s = (NDIAG + 4 + 3) / 4 * 4;; s += 4) {
+      bool ok = true;
+      for (int t = 0; t < 4; ++t)
+        for (int u = 0; u < t; ++u) ok = ok && chunk(t, s) != chunk(u, s);
+      if (ok) return s;
+    }
+  }
+  static constexpr int STR = stride(), WORDS = 4 * STR;
+  __host__ __device__ static constexpr int off(int t) { return t * STR + o(t); }
+};
+__host__ __device__ inline int mma_buf_words(int nj) {
+  switch (nj) {
+    case 1: return MmaBuf<1>::WORDS; case 2: return MmaBuf<2>::WORDS;
+    case 3: return MmaBuf<3>::WORDS; case 4: return MmaBuf<4>::WORDS;
+    case 5: return MmaBuf<5>::WORDS; case 6: return MmaBuf<6>::WORDS;
+    case 7: return MmaBuf<7>::WORDS; default: return MmaBuf<8>::WORDS;
+  }
+}
+
+// K̂ B fragments in shared memory (when not in registers): [kc][j][lane] pairs of words.
 struct MmaSmem {
-  std::size_t a, s, buf, total;
+  std::size_t s, b, buf, total;
   __host__ __device__ explicit MmaSmem(const Geo& g) {
-    const int rw = g.rw > 1 ? g.rw : 1;
-    std::size_t o = 0;
-    a = o;
-    o = align_up(o + 2 * static_cast<std::size_t>(rw) * g.hB * g.ldA, 128);
-    s = o;
-    o = align_up(o + 2 * static_cast<std::size_t>(g.rowsS) * g.ldS, 128);
-    buf = o;
-    o += sizeof(float) * kMmaWarps * rw * 8 * kMmaRing;
-    total = o;
+    const int nj = g.hB / 8;
+    s = 0;
+    b = align_up(sizeof(std::uint16_t) * static_cast<std::size_t>(g.rowsS) * g.ldS, 128);
+    buf = align_up(b + 8 * 32 * static_cast<std::size_t>(nj) * (g.hKp / 16), 128);
+    total = buf + sizeof(float) * kMmaWarps * mma_buf_words(nj);
   }
 };
 
-// Blocks per SM the register allocation must allow: the largest tiles (MT·KC >= 12) would take
-// 135-145 registers and 3 CTAs; capped at 128 they fit 4 (shared memory allows it since the ring).
-__host__ __device__ constexpr int mma_min_blocks(int mt, int kc) { return mt * kc >= 12 ? 4 : 1; }
+// The K̂ B fragments stay in registers up to this many (NJ·KC); beyond, each 16-row chunk of y
+// is loaded from shared memory per row (k >= 40: the accumulators need the registers).
+constexpr int kMmaBRegMax = 16;
+// CTAs per SM the register allocation must allow (8 warps each): 3 (<= 85 registers) measured
+// faster than 2 with the extra registers, except for the largest tiles, which would spill.
+// fp16 (per-tile half accumulators converted into the float sets) needs more registers.
+__host__ __device__ constexpr int mma_min_blocks(int nj, int kc, bool half_acc = false) {
+  return nj * kc >= 12 || half_acc ? 2 : 3;
+}
 
-// MT: 16-row groups of x (hB = 16·MT); KC: 16-row chunks of y (ĥK = 16·KC); the block is
-// kMmaNT n-tiles wide, a compile-time count so the n-tile loop unrolls and the diagonal window's
-// shifts become register renames.
-//
-// The window w[mt][4] is laid out like the accumulator fragment of x-tile mt: w[mt][0..1] are
-// row group u = 2mt (rows g, columns 2t+e), w[mt][2..3] row group u = 2mt+1 (rows g+8). Slot u
-// of n-tile n holds this lane's running sum of the diagonal through (x = 8u + g, c = 8n + 2t + e);
-// moving to n-tile n+1 that diagonal continues at row group u+1, so the shift is u -> u+1, the
-// last row group leaves the window (emit) and row group 0 starts from zero.
-// CHAIN (fp32 accumulators only): the window itself is the MMAs' C operand, so the tensor core
-// adds the products to the running sums: no zeroing, no per-element adds, but one dependency
-// chain through the n-tiles. Otherwise each tile is computed from zero and added to the float
-// window (always for fp16: its half accumulator would sum the diagonal in half precision).
-// RW = 2: a warp computes rows r and r+1 from the same B fragments. Ŝ_{r+1} is Ŝ_r shifted up by
-// one row (eq. 3), so K̂ᵀŜ_{r+1} = K̂ᵀ₁Ŝ_r with K̂ᵀ₁[x][y] = K̂ᵀ[x][y-1], which needs kh < ĥK
-// (the zero pad row takes the shift): the same P slices, half the B loads per output.
-template <class T, Epi E, int MT, int KC, bool CHAIN, int RW>
-__global__ void __launch_bounds__(kMmaWarps * 32, mma_min_blocks(MT, KC))
+// NJ: 8-column n-tiles of x (x padded to hB = 8·NJ); KC: 16-row chunks of y (ĥK = 16·KC).
+template <class T, Epi E, int NJ, int KC>
+__global__ void __launch_bounds__(kMmaWarps * 32,
+                                  mma_min_blocks(NJ, KC, MmaOp<T>::CREGS == 2))
     pblock_mma_kernel(Args a) {
   static_assert(kHasMma<T>, "mma.sync path: fp16, fp16fp32, bf16");
   using S = typename T::Stage;
   using Op = MmaOp<T>;
-  static_assert(!CHAIN || Op::CREGS == 4, "the window is the C operand only for fp32 accumulators");
-  constexpr int NT = kMmaNT, RING = kMmaRing, NDIAG = 16 * MT + 8 * NT - 1;
-  constexpr int KE = NT + 2 * MT - 1;     // emits per row; NDIAG = 8·KE + 7
-  constexpr int NB = (NDIAG + 31) / 32;   // blocks of 32 diagonals
+  using Buf = MmaBuf<NJ>;
+  constexpr int W = 2 * NJ;                   // x per lane t
+  constexpr int NS = 7 + NJ;                  // accumulator sets: i - j = -(NJ-1) .. 7
+  constexpr int NQ = 2 * NS + 1;              // a lane's consecutive diagonals: 16 + W - 1
+  constexpr int NDIAG = Buf::NDIAG;           // diagonals of one 128-column pass
+  constexpr int NB = (NDIAG + 31) / 32;
+  constexpr int NCARRY = (8 * NJ - 1 + 31) / 32;  // reader rounds holding crossing diagonals
+  constexpr bool BREG = NJ * KC <= kMmaBRegMax;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const Geo& g = a.g;
   const MmaSmem lay(g);
-  const int jb = blockIdx.x, rb = blockIdx.y, ib = blockIdx.z;
-  const int c0 = jb * g.Wc, r0 = rb * g.dB, x0 = ib * g.hB;
+  const int jb = blockIdx.x, rb = blockIdx.y;
+  const int nh = g.Wc / kMmaWc, ldS = g.ldS;
+  const int c0 = jb * g.Wc, r0 = rb * g.dB;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int gq = lane >> 2, tq = lane & 3;  // mma "groupID" and "threadID_in_group"
-  S* sA = reinterpret_cast<S*>(smem_raw + lay.a);
   S* sS = reinterpret_cast<S*>(smem_raw + lay.s);
-  float* buf = reinterpret_cast<float*>(smem_raw + lay.buf) + warp * RW * 8 * RING;
+  uint2* sB = reinterpret_cast<uint2*>(smem_raw + lay.b);
+  float* buf = reinterpret_cast<float*>(smem_raw + lay.buf) + warp * Buf::WORDS;
 
-  {
-    const S* src = static_cast<const S*>(a.kt) + static_cast<std::size_t>(x0) * g.hKp;
-    for (int e = threadIdx.x; e < g.hB * g.hKp; e += blockDim.x) {
-      const int x = e / g.hKp, y = e % g.hKp;
-      sA[x * g.ldA + y] = src[e];
-      if constexpr (RW == 2) sA[(g.hB + x) * g.ldA + y] = y ? src[e - 1] : zero_of<S>();
-    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // The recombination pass may be scheduled now; it waits for this grid's end to read C.
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+  // Slots no lane writes (diagonals outside a lane t's range, whose x would fall outside the
+  // pass) stay zero for every row.
+  for (int w = lane; w < Buf::WORDS; w += 32) buf[w] = 0.f;
+  stage_image_perm<T>(static_cast<const typename T::In*>(a.in), a.in_ld, g.ih, g.iw, r0, g.rowsS,
+                      c0, nh, sS, ldS, a.vec_ok);
+
+  // K̂ as the B operand (k = y, n = x): lane (g, t) holds rows y = 16kc + 2t (+1, +8, +9) of
+  // column n = g, i.e. x = W·(g/2) + 2j + g%2 of n-tile j.
+  const S* kt = static_cast<const S*>(a.kt);
+  auto bfrag = [&](int j, int kc) {
+    const int x = W * (gq >> 1) + 2 * j + (gq & 1);
+    const std::uint32_t* p =
+        reinterpret_cast<const std::uint32_t*>(kt + x * g.hKp + kc * 16 + 2 * tq);
+    return make_uint2(p[0], p[4]);
+  };
+  uint2 breg[BREG ? NJ : 1][BREG ? KC : 1];
+  if constexpr (BREG) {
+#pragma unroll
+    for (int j = 0; j < NJ; ++j)
+#pragma unroll
+      for (int kc = 0; kc < KC; ++kc) breg[j][kc] = bfrag(j, kc);
+  } else {
+    for (int f = warp; f < NJ * KC; f += kMmaWarps) sB[f * 32 + lane] = bfrag(f % NJ, f / NJ);
   }
-  stage_image<T>(static_cast<const typename T::In*>(a.in), a.in_ld, g.ih, g.iw, r0, g.rowsS, c0,
-                 g.Wc, sS, g.ldS, a.vec_ok);
   __syncthreads();
 
-  // K̂ᵀ (and K̂ᵀ₁) fragments for the whole block, in registers.
-  std::uint32_t af[RW][MT][KC][4];
-  {
-    const int lm = lane >> 3, lr = lane & 7;
-#pragma unroll
-    for (int q = 0; q < RW; ++q)
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int kc = 0; kc < KC; ++kc)
-          ldmatrix_x4(af[q][mt][kc], sA + (q * g.hB + mt * 16 + (lm & 1) * 8 + lr) * g.ldA +
-                                         kc * 16 + (lm >> 1) * 8);
-  }
-  // ldmatrix.trans row address of this lane within a 16(y) x 16(c) tile of S
-  const int b_row = ((lane >> 3) & 1) * 8 + (lane & 7), b_col = (lane >> 4) * 8;
-  // Emit k writes this lane's two partials to diagonals D = 8k + base + e, ring row D & 63 =
-  // 8·(k & 7) + base + e, except that for k & 7 == 7 the row wraps (st0w / st1w).
-  const int base = 7 + 2 * tq - gq;
-  const int sw0 = gq ^ ((base >> 2) & 1), sw1 = gq ^ (((base + 1) >> 2) & 1);
-  float* const st0 = buf + base * 8 + sw0;
-  float* const st1 = buf + (base + 1) * 8 + sw1;
-  float* const st0w = buf + ((56 + base) & 63) * 8 + sw0;
-  float* const st1w = buf + ((57 + base) & 63) * 8 + sw1;
-  const int half = (lane >> 2) & 1;
-  const int jofs = c0 - x0 - (g.hB - 1);  // output column of local diagonal D: jofs + D
+  // ldmatrix.trans of m-tile i, chunk kc: matrix lane/8 = (h = m/8, y half), row lane%8.
+  const S* a_lane = sS + ((lane >> 4) * 8 + (lane & 7)) * ldS + 8 * ((lane >> 3) & 1);
+  // This lane's first owned diagonal (k = W-1) and the store of the left-edge ones (g = 0).
+  const int u_t = W * (3 - tq);  // diagonal of q[k]: 16g + u_t + k
+  float* const wr_own = buf + Buf::off(tq) + 16 * gq + u_t + W - 1;
+  float* const wr_low = buf + Buf::off(tq) + u_t;
 
-  for (int rr = warp * RW; rr < g.dB; rr += kMmaWarps * RW) {
+  for (int rr = warp; rr < g.dB; rr += kMmaWarps) {
     const int r = r0 + rr;
     if (r >= g.hR) break;  // warp-uniform
-
-    // Reduce block b: 8 partials per diagonal, pixel or edge partial out.
-    auto reduce = [&](const int b) {
-      __syncwarp();
-      const int D = 32 * b + lane;
+    float carry[NCARRY];
 #pragma unroll
-      for (int q = 0; q < RW; ++q) {
-        if (r + q >= g.hR || D >= NDIAG) continue;
-        const float4* row = reinterpret_cast<const float4*>(buf + q * 8 * RING + 8 * (D & 63));
-        const float4 u = row[half], v = row[half ^ 1];
-        // The sum is symmetric in the halves and in the swizzled pairs: the same bits per D.
-        const float s = ((u.x + u.y) + (u.z + u.w)) + ((v.x + v.y) + (v.z + v.w));
-        const int j = jofs + D;
+    for (int cI = 0; cI < NCARRY; ++cI) carry[cI] = 0.f;
+
+    for (int hh = 0; hh < nh; ++hh) {
+      const S* a_row = a_lane + rr * ldS + kMmaWc * hh;
+      float acc[NS][4];
+#pragma unroll
+      for (int s = 0; s < NS; ++s) acc[s][0] = acc[s][1] = acc[s][2] = acc[s][3] = 0.f;
+      if constexpr (BREG || Op::CREGS == 2) {
+        auto bf = [&](int j, int kc) {
+          if constexpr (BREG) return breg[j][kc];
+          else return sB[(kc * NJ + j) * 32 + lane];
+        };
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          std::uint32_t af[KC][4];
+#pragma unroll
+          for (int kc = 0; kc < KC; ++kc) ldmatrix_x4_trans(af[kc], a_row + 16 * kc * ldS + 16 * i);
+#pragma unroll
+          for (int j = 0; j < NJ; ++j) {
+            float* c = acc[i - j + NJ - 1];
+            if constexpr (Op::CREGS == 4) {
+#pragma unroll
+              for (int kc = 0; kc < KC; ++kc) {
+                const uint2 b = bf(j, kc);
+                const std::uint32_t bb[2] = {b.x, b.y};
+                Op::runf(c, af[kc], bb);
+              }
+            } else {
+              // fp16: P = K̂ᵀŜ in the half accumulator over all of y (the paper's fp16), the
+              // diagonal sums in float.
+              std::uint32_t h[2] = {0u, 0u};
+#pragma unroll
+              for (int kc = 0; kc < KC; ++kc) {
+                const uint2 b = bf(j, kc);
+                const std::uint32_t bb[2] = {b.x, b.y};
+                Op::run(h, af[kc], bb);
+              }
+#pragma unroll
+              for (int e = 0; e < 4; ++e) c[e] += Op::get(h, e);
+            }
+          }
+        }
+      } else {  // fp32 accumulators, K̂ fragments per 16-row chunk of y from shared memory
+#pragma unroll
+        for (int kc = 0; kc < KC; ++kc) {
+          std::uint32_t b[NJ][2];
+#pragma unroll
+          for (int j = 0; j < NJ; ++j) {
+            const uint2 v = sB[(kc * NJ + j) * 32 + lane];
+            b[j][0] = v.x;
+            b[j][1] = v.y;
+          }
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            std::uint32_t af[4];
+            ldmatrix_x4_trans(af, a_row + 16 * kc * ldS + 16 * i);
+#pragma unroll
+            for (int j = 0; j < NJ; ++j) Op::runf(acc[i - j + NJ - 1], af, b[j]);
+          }
+        }
+      }
+
+      // Diagonal 16g + u_t + k of element e of set s: k = 2s + 1 + (m/8 - e%2).
+      float q[NQ];
+      q[0] = acc[0][1];
+#pragma unroll
+      for (int s = 0; s < NS; ++s) q[2 * s + 1] = acc[s][0] + acc[s][3];
+#pragma unroll
+      for (int s = 1; s < NS; ++s) q[2 * s] = acc[s][1] + acc[s - 1][2];
+      q[2 * NS] = acc[NS - 1][2];
+      // q[0 .. W-2] are diagonals of lane group g - 1 (its q[16 ..]): fold them there.
+#pragma unroll
+      for (int k = 0; k < W - 1; ++k) {
+        const float v = __shfl_down_sync(0xffffffffu, q[k], 4);
+        if (gq < 7) q[16 + k] += v;
+      }
+      __syncwarp();  // the previous pass's reads are done
+#pragma unroll
+      for (int m = 0; m < 4; ++m)
+        *reinterpret_cast<float4*>(wr_own + 4 * m) =
+            make_float4(q[W - 1 + 4 * m], q[W + 4 * m], q[W + 1 + 4 * m], q[W + 2 * 1 + 4 * m]);
+      if (gq == 0) {  // the pass's left-edge diagonals have no lane group below to fold into
+#pragma unroll
+        for (int k = 0; k < W - 1; ++k) wr_low[k] = q[k];
+      }
+      __syncwarp();
+      const int jofs = c0 + kMmaWc * hh - (8 * NJ - 1);  // output column of diagonal D
+#pragma unroll
+      for (int b = 0; b < NB; ++b) {
+        const int D = 32 * b + lane;
+        if (D >= NDIAG) continue;
+        float s = (buf[Buf::off(0) + D] + buf[Buf::off(1) + D]) +
+                  (buf[Buf::off(2) + D] + buf[Buf::off(3) + D]);
+        // Diagonals crossing into the next pass (D >= 128 from round 4 on): the same lane
+        // reads them in round b - 4 there.
+        if (b < NCARRY) s += carry[b];
+        if (b >= 4 && hh + 1 < nh) {
+          carry[b - 4] = s;
+          continue;
+        }
+        // Diagonal d = j - c0' of this pass: every x < kw inside the CTA for 0 <= d <= 128-kw;
+        // at the CTA's ends the kw-1 others are partial (the padded x >= kw add nothing).
+        const int d = D - (8 * NJ - 1), j = jofs + D;
+        const bool left = hh == 0 && d < 0, right = D >= kMmaWc && d > kMmaWc - g.kw;
+        if (left && d <= -g.kw) continue;  // no x < kw reaches this CTA: the neighbour's pixel
         if (j >= 0 && j < g.wR) {
           using Out = typename T::Out;
-          Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r + q) * a.out_ld + j;
-          if (D >= g.hB - 1 && D < g.Wc) {
-            // Every x of this diagonal lies in this block (nI = 1 here): the pixel is final.
+          Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r) * a.out_ld + j;
+          if (!left && !right) {  // final (nI = 1 here)
             *R = narrow<Out>(s);
           } else if constexpr (E == Epi::partial_c) {
             float* C = static_cast<float*>(a.ws);
-            C[(static_cast<std::size_t>(r + q) * g.NC + (ib + jb) % g.NC) * g.wR + j] = s;
+            C[(static_cast<std::size_t>(r) * g.NC + jb % g.NC) * g.wR + j] = s;
           } else {
             atomicAdd(R, narrow<Out>(s));
           }
         }
       }
-      __syncwarp();
-    };
-    // Zero ring rows first..first+6 (whole rows: the emit after this writes the rest).
-    auto zero7 = [&](const int first) {
-      if (lane < 14) {
-#pragma unroll
-        for (int q = 0; q < RW; ++q)
-          reinterpret_cast<float4*>(buf + q * 8 * RING + 8 * ((first + (lane >> 1)) & 63))[lane & 1] =
-              make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-      __syncwarp();
-    };
-
-    float w[RW][MT][4];
-#pragma unroll
-    for (int q = 0; q < RW; ++q)
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) w[q][mt][0] = w[q][mt][1] = w[q][mt][2] = w[q][mt][3] = 0.f;
-    zero7(0);  // diagonals 0..6: only emit 0 writes them, partly
-    int k_emit = 0;
-    auto emit = [&]() {
-      if (k_emit == KE - 1) zero7(8 * KE);  // diagonals 8·KE ..: only the last emit writes them
-#pragma unroll
-      for (int q = 0; q < RW; ++q) {
-        if ((k_emit & 7) == 7) {
-          st0w[q * 8 * RING] = w[q][MT - 1][2];
-          st1w[q * 8 * RING] = w[q][MT - 1][3];
-        } else {
-          st0[q * 8 * RING + 64 * (k_emit & 7)] = w[q][MT - 1][2];
-          st1[q * 8 * RING + 64 * (k_emit & 7)] = w[q][MT - 1][3];
-        }
-#pragma unroll
-        for (int mt = MT - 1; mt >= 0; --mt) {
-          w[q][mt][2] = w[q][mt][0];
-          w[q][mt][3] = w[q][mt][1];
-          w[q][mt][0] = mt > 0 ? w[q][mt > 0 ? mt - 1 : 0][2] : 0.f;
-          w[q][mt][1] = mt > 0 ? w[q][mt > 0 ? mt - 1 : 0][3] : 0.f;
-        }
-      }
-      if ((k_emit & 3) == 3 && k_emit < KE - 1) reduce(k_emit >> 2);
-      ++k_emit;
-    };
-#pragma unroll
-    for (int nt2 = 0; nt2 < NT / 2; ++nt2) {
-      std::uint32_t b[KC][4];
-#pragma unroll
-      for (int kc = 0; kc < KC; ++kc)
-        ldmatrix_x4_trans(b[kc], sS + (rr + kc * 16 + b_row) * g.ldS + nt2 * 16 + b_col);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        if constexpr (CHAIN) {
-#pragma unroll
-          for (int kc = 0; kc < KC; ++kc)
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-              for (int q = 0; q < RW; ++q) Op::runf(w[q][mt], af[q][mt][kc], b[kc] + 2 * j);
-        } else {
-          std::uint32_t acc[RW][MT][Op::CREGS];
-#pragma unroll
-          for (int q = 0; q < RW; ++q)
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-              for (int c = 0; c < Op::CREGS; ++c) acc[q][mt][c] = 0u;  // 0.0f and half2(0, 0)
-#pragma unroll
-          for (int kc = 0; kc < KC; ++kc)
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-              for (int q = 0; q < RW; ++q) Op::run(acc[q][mt], af[q][mt][kc], b[kc] + 2 * j);
-#pragma unroll
-          for (int q = 0; q < RW; ++q)
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-              for (int i = 0; i < 4; ++i) w[q][mt][i] += Op::get(acc[q][mt], i);
-        }
-        emit();
-      }
     }
-#pragma unroll
-    for (int f = 1; f < 2 * MT; ++f) emit();
-    // Blocks completed only by the last emit(s).
-#pragma unroll
-    for (int b = 0; b < NB; ++b)
-      if (4 * b + 3 >= KE - 1) reduce(b);
   }
 }
 
