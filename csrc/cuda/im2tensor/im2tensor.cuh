@@ -610,17 +610,17 @@ class Plan final : public CudaPlan {
       if (r.kh <= 64 && r.kw <= 64 && !(force_wmma && force_wmma[0] == '1')) {
         // mma.sync path (mma_fused.cuh); TENSORCONV_I2T_WMMA=1 keeps WMMA for comparisons.
         // x padded to 8 (the MMA's n), y to 16. dB output rows and nh 128-column passes per
-        // CTA from the sweeps (benchmarks/IM2TENSOR_NOTES.md, 4096²): dB 64 / 48 / 32 for
-        // kh <= 16 / 48 / 64, two passes, one only where the staged rows would not let the
+        // CTA from the sweep (benchmarks/IM2TENSOR_NOTES.md, 4096²): nh 4 with dB 32 for
+        // kh <= 16, else nh 2 with dB 64; fewer passes where the staged rows would not let the
         // registers' CTAs per SM fit in shared memory or the grid would not fill the SMs.
         // Benchmark-only overrides (and the tests' way to reach every geometry):
         // TENSORCONV_I2T_DB, TENSORCONV_I2T_NH.
-        int Wc = kMmaWc, dB = r.kh <= 16 ? 64 : r.kh <= 48 ? 48 : 32;
+        int Wc = kMmaWc, dB = r.kh <= 16 ? 32 : 64;
         tuning_override(Wc, dB, 16);
         const int nj = ceil_div(r.kw, 8), kc = ceil_div(r.kh, 16);
         const int minb = mma_min_blocks(nj, kc, MmaOp<T>::CREGS == 2);
         const char* nh_env = std::getenv("TENSORCONV_I2T_NH");
-        int nh = nh_env ? std::max(1, std::min(8, std::atoi(nh_env))) : 2;
+        int nh = nh_env ? std::max(1, std::min(8, std::atoi(nh_env))) : r.kh <= 16 ? 4 : 2;
         for (;; nh /= 2) {
           g_ = make_geo(8, 8, 16, r, kMmaWc * nh, dB);
           g_.ldS = mma_lds(nh);
@@ -635,6 +635,7 @@ class Plan final : public CudaPlan {
         g_.ldA = 0;
         staged_ = true;
         threads_ = kMmaWarps * 32;
+        mma_ = true;
         smem_ = MmaSmem(g_).total;
         kfn_ = pick_mma(g_.nxt, g_.hKp / 16);
       }
@@ -700,7 +701,7 @@ class Plan final : public CudaPlan {
           out.row_stride);
       TC_CUDA_LAUNCH_CHECK();
     } else if (E == Epi::partial_c) {
-      if (threads_ == kMmaWarps * 32) {
+      if (mma_) {  // inner pixels written final: only the edge columns
         if (g_.kw > 1) {
           const int rows = ceil_div(g_.hR, kRecRows);
           cudaLaunchConfig_t cfg{};
@@ -754,6 +755,7 @@ class Plan final : public CudaPlan {
   }
   KernelFn kfn_ = nullptr;
   int threads_ = kWarps * 32;
+  bool mma_ = false;  // the mma.sync kernel (mma_fused.cuh) runs
   Geo g_{};
   bool staged_ = false;
   std::size_t smem_ = 0, ws_bytes_ = 0;
