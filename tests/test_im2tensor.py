@@ -38,26 +38,30 @@ def _available(method):
         pytest.skip(f"{method}: {m.reason}")
 
 
+def _check_vs_scipy(method, precision, rng, ishape, kshape):
+    # MAPE (eq. 20) on the paper's data: image and kernel uniform in [0, 1)
+    image, kernel = rng.random(ishape), rng.random(kshape)
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    assert out.shape == ref.shape
+    assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
+    err = mape(out, ref)
+    assert err <= mape_bound(method, precision), (ishape, kshape, err)
+    # signed data: cancellation, relative L2
+    image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    err = relative_l2(out, ref)
+    assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
+
+
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", VARIANTS)
 def test_odd_shapes_vs_scipy(method, precision):
     _available(method)
     rng = np.random.default_rng(2022)
     for ishape, kshape in SHAPES:
-        # MAPE (eq. 20) on the paper's data: image and kernel uniform in [0, 1)
-        image, kernel = rng.random(ishape), rng.random(kshape)
-        ref = scipy.signal.correlate2d(image, kernel, "valid")
-        out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
-        assert out.shape == ref.shape
-        assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
-        err = mape(out, ref)
-        assert err <= mape_bound(method, precision), (ishape, kshape, err)
-        # signed data: cancellation, relative L2
-        image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
-        ref = scipy.signal.correlate2d(image, kernel, "valid")
-        out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
-        err = relative_l2(out, ref)
-        assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
+        _check_vs_scipy(method, precision, rng, ishape, kshape)
 
 
 # The mma.sync path of fused / atomic (fp16, fp16fp32, bf16; kh, kw <= 64): a CTA walks nh
@@ -82,17 +86,7 @@ def test_mma_pass_geometries(method, precision, nh, db, monkeypatch):
     monkeypatch.setenv("TENSORCONV_I2T_DB", str(db))
     rng = np.random.default_rng(nh * 100 + db)
     for ishape, kshape in MMA_SHAPES:
-        image, kernel = rng.random(ishape), rng.random(kshape)
-        ref = scipy.signal.correlate2d(image, kernel, "valid")
-        out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
-        assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
-        err = mape(out, ref)
-        assert err <= mape_bound(method, precision), (ishape, kshape, err)
-        image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
-        ref = scipy.signal.correlate2d(image, kernel, "valid")
-        out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
-        err = relative_l2(out, ref)
-        assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
+        _check_vs_scipy(method, precision, rng, ishape, kshape)
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
