@@ -19,10 +19,10 @@
 // the MMAs' C operand (fp32 accumulators: no per-element adds, 7 + NJ independent chains). A
 // lane ends the row with 16 + W - 1 consecutive diagonal partials; the first W - 1 belong to the
 // neighbouring lane group (one shuffle each), leaving each diagonal with exactly 4 partials,
-// one per t, that meet in a per-warp shared buffer (one 16-byte load per output). Rounds 1-2
-// moved 8 partials per diagonal (64 B written and read per output) and padded x to 16.
-// Diagonals wholly inside the block are final pixels written straight to R; the hB - 1 on
-// each side are partial, through C (fused) or atomics (atomic), as before.
+// one per t, that meet in a per-warp shared buffer (16 bytes written and read per output).
+// Rounds 1-2 moved 8 partials per diagonal (64 B) and padded x to 16.
+// Diagonals wholly inside the CTA are final pixels written straight to R; the kw - 1 at each
+// end of its columns are partial, through C (fused) or atomics (atomic).
 #pragma once
 
 namespace tc {
@@ -31,7 +31,7 @@ namespace i2t {
 
 constexpr int kMmaWarps = 8;
 constexpr int kMmaWc = 128;  // columns of one pass of a warp: 16 per lane group
-// A CTA walks nh such column blocks ("halves") left to right per row; the partial sums of the
+// A CTA walks nh such column blocks ("passes") left to right per row; the partial sums of the
 // diagonals crossing from one into the next stay in registers, so only the CTA's outer edges
 // go through C / atomics. Staged row: nh·128 + 8 elements (an odd multiple of 16 bytes, so
 // ldmatrix's 8 row addresses hit distinct banks).
@@ -153,8 +153,8 @@ __device__ __forceinline__ void stage_image_perm(const typename T::In* img, long
   }
 }
 
-// Per-warp diagonal buffer: one array per lane column t (the 4 partials of diagonal D sit at
-// mma_buf_off(t) + D), so a lane writes its 16 consecutive diagonals with four 16-byte stores.
+// Per-warp diagonal buffer: one array per lane column t (the partial of diagonal D from lane
+// column t sits at off(t) + D), so a lane writes its 16 consecutive diagonals with four 16-byte stores.
 // The per-t offsets align each lane's first store and put the 8 lanes of each store phase on
 // distinct banks; the reader does four conflict-free 4-byte loads per diagonal.
 template <int NJ> struct MmaBuf {
@@ -197,7 +197,8 @@ struct MmaSmem {
 };
 
 // The K̂ B fragments stay in registers up to this many (NJ·KC); beyond, each 16-row chunk of y
-// is loaded from shared memory per row (k >= 40: the accumulators need the registers).
+// is loaded from shared memory per row (square kernels from k = 41: the accumulators need the
+// registers).
 constexpr int kMmaBRegMax = 16;
 // CTAs per SM the register allocation must allow (8 warps each): 3 (<= 85 registers) measured
 // faster than 2 with the extra registers, except for the largest tiles, which would spill.
