@@ -357,7 +357,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32,
 #pragma unroll
       for (int m = 0; m < 4; ++m)
         *reinterpret_cast<float4*>(wr_own + 4 * m) =
-            make_float4(q[W - 1 + 4 * m], q[W + 4 * m], q[W + 1 + 4 * m], q[W + 2 * 1 + 4 * m]);
+            make_float4(q[W - 1 + 4 * m], q[W + 4 * m], q[W + 1 + 4 * m], q[W + 2 + 4 * m]);
       if (gq == 0) {  // the pass's left-edge diagonals have no lane group below to fold into
 #pragma unroll
         for (int k = 0; k < W - 1; ++k) wr_low[k] = q[k];
