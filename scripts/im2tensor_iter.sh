@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One optimisation iteration of the im2tensor mma.sync kernel on the lent GPU machine: build,
 # tests/test_im2tensor.py (not slow; FALLBACK_ENV=VAR=val: on failure retry and go on with that
-# benchmark-only switch), CMP_ENV=VAR=val: default vs that switch, a dB x chain x rw sweep of
+# benchmark-only switch), CMP_ENV=VAR=val: default vs that switch, a dB x passes (nh) sweep of
 # the fused kernel (TUNE=1, default), the full benchmark (FULL=1) and ncu of the P_block kernel
 # (NCU=1). Results and logs in $OUT.
 # Run from the repository root after `source .shared/tools/device-setup.sh`.
