@@ -693,7 +693,9 @@ class Plan final : public CudaPlan {
     if (E == Epi::atomic_r)
       TC_CUDA_CHECK(cudaMemset2DAsync(out.data, out.row_stride * sizeof(Out), 0,
                                       g_.wR * sizeof(Out), g_.hR, st));
-    launch_main(a, st);
+    const dim3 grid(g_.nJ, g_.nRB, g_.nI);
+    kfn_<<<grid, threads_, smem_, st>>>(a);
+    TC_CUDA_LAUNCH_CHECK();
     const dim3 g2(ceil_div(g_.wR, 128), g_.hR < 65535 ? g_.hR : 65535);
     if (E == Epi::store_p) {
       trplus_kernel<typename T::Acc, typename T::Part, Out><<<g2, 128, 0, st>>>(
@@ -724,12 +726,6 @@ class Plan final : public CudaPlan {
       }
       TC_CUDA_LAUNCH_CHECK();
     }
-  }
-
-  // The P_block kernel.
-  void launch_main(const Args& a, cudaStream_t st) {
-    kfn_<<<dim3(g_.nJ, g_.nRB, g_.nI), threads_, smem_, st>>>(a);
-    TC_CUDA_LAUNCH_CHECK();
   }
 
  private:

@@ -157,32 +157,29 @@ __device__ __forceinline__ void stage_image_perm(const typename T::In* img, long
 // column t sits at off(t) + D), so a lane writes its 16 consecutive diagonals with four 16-byte stores.
 // The per-t offsets align each lane's first store and put the 8 lanes of each store phase on
 // distinct banks; the reader does four conflict-free 4-byte loads per diagonal.
-template <int NJ> struct MmaBuf {
-  static constexpr int W = 2 * NJ, NDIAG = kMmaWc + 8 * NJ - 1;
-  // first owned diagonal of lane (0, t): W(4 - t) - 1; o(t) makes it a multiple of 4
-  __host__ __device__ static constexpr int o(int t) { return ((1 - W * (4 - t)) % 4 + 4) % 4; }
-  __host__ __device__ static constexpr int chunk(int t, int str) {
-    return ((t * str + o(t) + W * (4 - t) - 1) / 4) % 4;
-  }
-  __host__ __device__ static constexpr int stride() {  // words per t, a multiple of 4
-    for (int s = (NDIAG + 4 + 3) / 4 * 4;; s += 4) {
-      bool ok = true;
-      for (int t = 0; t < 4; ++t)
-        for (int u = 0; u < t; ++u) ok = ok && chunk(t, s) != chunk(u, s);
-      if (ok) return s;
-    }
-  }
-  static constexpr int STR = stride(), WORDS = 4 * STR;
-  __host__ __device__ static constexpr int off(int t) { return t * STR + o(t); }
-};
-__host__ __device__ inline int mma_buf_words(int nj) {
-  switch (nj) {
-    case 1: return MmaBuf<1>::WORDS; case 2: return MmaBuf<2>::WORDS;
-    case 3: return MmaBuf<3>::WORDS; case 4: return MmaBuf<4>::WORDS;
-    case 5: return MmaBuf<5>::WORDS; case 6: return MmaBuf<6>::WORDS;
-    case 7: return MmaBuf<7>::WORDS; default: return MmaBuf<8>::WORDS;
+// Lane column t's first owned diagonal (lane group 0) is W(4 - t) - 1 (W = 2·NJ); o(t) makes
+// it a multiple of 4, and the stride (words per t, a multiple of 4) is the smallest that puts
+// the four t's first stores on distinct 16-byte chunks mod 4.
+__host__ __device__ constexpr int mma_buf_o(int nj, int t) {
+  return ((1 - 2 * nj * (4 - t)) % 4 + 4) % 4;
+}
+__host__ __device__ constexpr int mma_buf_chunk(int nj, int t, int str) {
+  return ((t * str + mma_buf_o(nj, t) + 2 * nj * (4 - t) - 1) / 4) % 4;
+}
+__host__ __device__ constexpr int mma_buf_stride(int nj) {
+  for (int s = (kMmaWc + 8 * nj - 1 + 4 + 3) / 4 * 4;; s += 4) {
+    bool ok = true;
+    for (int t = 0; t < 4; ++t)
+      for (int u = 0; u < t; ++u) ok = ok && mma_buf_chunk(nj, t, s) != mma_buf_chunk(nj, u, s);
+    if (ok) return s;
   }
 }
+__host__ __device__ constexpr int mma_buf_words(int nj) { return 4 * mma_buf_stride(nj); }
+template <int NJ> struct MmaBuf {
+  static constexpr int NDIAG = kMmaWc + 8 * NJ - 1, STR = mma_buf_stride(NJ),
+                       WORDS = mma_buf_words(NJ);
+  __host__ __device__ static constexpr int off(int t) { return t * STR + mma_buf_o(NJ, t); }
+};
 
 // K̂ B fragments in shared memory (when not in registers): [kc][j][lane] pairs of words.
 struct MmaSmem {
