@@ -1,0 +1,147 @@
+"""The CPU `fft_cpu` method: the valid correlation as a product of spectra, computed by pocketfft
+(BSD-3, the FFT inside NumPy and SciPy) through scipy.fft on all cores.
+
+csrc/cpu/fft_cpu.cpp wraps `FftCpu` as a registry Plan, so validation, `methods()`, the plan cache
+and 'auto' treat it as any other method. Correlation is a product with the conjugate spectrum of
+the kernel, computed once per plan. A circular transform of size F >= the image rows aliases only
+outputs past the valid ones, so the valid block sits at the top left of the inverse transform
+(overlap-save). A plan either transforms the whole image once (sizes of small primes, scipy's
+next_fast_len) or cuts it into overlapping blocks whose transforms are cheaper in total (big
+images, small kernels), whichever the operation-count model below prefers.
+
+NaN and inf: a spectral method spreads a non-finite input over its whole transform block (the
+spectrum of one NaN is all NaN), where `direct` keeps it in the outputs whose window holds it.
+`method='auto'` therefore checks the image once per call and runs `direct` on non-finite images.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import scipy.fft as sfft
+
+# Per-element cost of a transform block relative to one butterfly level (the copy into the
+# block, the spectrum product, the copy out), and a per-block cost (calls, short strided lines).
+# Measured on a 2-core Zen 4: blocks beat one whole transform only by small margins, and not
+# reliably, so the per-block cost is set high enough that blocks are chosen only where the model
+# saves a lot (big images, small kernels). Only the ranking of block shapes depends on these.
+_FIXED = 10.0
+_PER_BLOCK = 5e4
+_MIN_BLOCK = 128
+
+
+def workers() -> int:
+    return os.cpu_count() or 1
+
+
+def _block_cost(ih: int, iw: int, kh: int, kw: int, bh: int, bw: int) -> float:
+    """Model of the work for blocks of bh x bw: blocks x elements x (log2 elements + fixed)."""
+    sh, sw = bh - kh + 1, bw - kw + 1
+    n = math.ceil((ih - kh + 1) / sh) * math.ceil((iw - kw + 1) / sw)
+    e = bh * bw
+    return n * (e * (math.log2(e) + _FIXED) + _PER_BLOCK)
+
+
+def _candidates(i: int, k: int, real: bool) -> list:
+    full = sfft.next_fast_len(i, real=real)
+    c = {full}
+    b = _MIN_BLOCK
+    while b < full:
+        if b >= 2 * k:
+            c.add(sfft.next_fast_len(b, real=real))
+        b *= 2
+    return sorted(c)
+
+
+def choose_blocks(ih: int, iw: int, kh: int, kw: int) -> tuple:
+    """Transform block shape (bh, bw) for a valid correlation of ih x iw with kh x kw, and the
+    model's cost of the whole call (in butterfly units)."""
+    best = None
+    for bh in _candidates(ih, kh, False):
+        for bw in _candidates(iw, kw, True):
+            c = _block_cost(ih, iw, kh, kw, bh, bw)
+            if best is None or c < best[0]:
+                best = (c, bh, bw)
+    return (best[1], best[2]), best[0]
+
+
+def fft_cost_units(ih: int, iw: int, kh: int, kw: int) -> float:
+    """The model's cost of one call (the cost model of 'auto' scales it to seconds)."""
+    return choose_blocks(ih, iw, kh, kw)[1]
+
+
+class FftCpu:
+    """Prepared kernel spectrum and block geometry for one kernel, image shape and precision."""
+
+    # Block rows transformed together: enough blocks per batch to keep all cores busy, few
+    # enough that a batch's spectra stay in the last-level cache.
+    _BATCH_BYTES = 32 << 20
+
+    def __init__(self, kernel: np.ndarray, ih: int, iw: int, precision: str):
+        kh, kw = kernel.shape
+        self.shape = (ih, iw)
+        self.out_shape = (ih - kh + 1, iw - kw + 1)
+        self.precision = precision
+        # fp16fp32 transforms in fp32; the kernel is rounded to the storage format first, as
+        # `direct` rounds it, so both methods correlate with the same numbers.
+        if precision == "fp64":
+            self.dtype = np.float64
+            k = kernel
+        else:
+            self.dtype = np.float32
+            k = kernel.astype(np.float16 if precision == "fp16fp32" else np.float32)
+            k = k.astype(np.float64)
+        (bh, bw), _ = choose_blocks(ih, iw, kh, kw)
+        self.block = (bh, bw)
+        self.step = (bh - kh + 1, bw - kw + 1)
+        oh, ow = self.out_shape
+        self.grid = (math.ceil(oh / self.step[0]), math.ceil(ow / self.step[1]))
+        # the conjugate spectrum turns the product into a correlation; computed in float64
+        spec = np.conj(sfft.rfft2(k, s=(bh, bw), workers=workers()))
+        self.spectrum = spec.astype(np.complex128 if self.dtype == np.float64 else np.complex64)
+        self.single = self.grid == (1, 1)
+        cbytes = np.dtype(self.spectrum.dtype).itemsize * bh * (bw // 2 + 1)
+        self.batch = max(1, min(self.grid[0], self._BATCH_BYTES // max(1, cbytes * self.grid[1])))
+
+    @property
+    def workspace_bytes(self) -> int:
+        bh, bw = self.block
+        isz = np.dtype(self.dtype).itemsize
+        rows = 1 if self.single else self.batch * self.grid[1]
+        # the kernel spectrum, a batch of input blocks, their spectra and inverse transforms
+        return int(self.spectrum.nbytes + rows * (2 * bh * bw * isz + 2 * self.spectrum.nbytes))
+
+    def run(self, x: np.ndarray, out: np.ndarray) -> None:
+        """out[:] = valid correlation of x (host arrays in the storage dtype; views of the
+        caller's buffers, row strides allowed)."""
+        if x.dtype != self.dtype:
+            x = x.astype(self.dtype)  # fp16fp32: half storage, fp32 transforms
+        oh, ow = self.out_shape
+        bh, bw = self.block
+        w = workers()
+        if self.single:
+            y = sfft.irfft2(sfft.rfft2(x, s=(bh, bw), workers=w) * self.spectrum, s=(bh, bw),
+                            workers=w, overwrite_x=True)
+            out[...] = y[:oh, :ow]
+            return
+        sh, sw = self.step
+        gr, gc = self.grid
+        # zero-extend so every block is whole, then view the blocks without copying
+        need = ((gr - 1) * sh + bh, (gc - 1) * sw + bw)
+        if x.shape != need:
+            xp = np.zeros(need, dtype=self.dtype)
+            xp[: x.shape[0], : x.shape[1]] = x
+            x = xp
+        blocks = np.lib.stride_tricks.sliding_window_view(x, (bh, bw))[::sh, ::sw]
+        for r0 in range(0, gr, self.batch):
+            r1 = min(gr, r0 + self.batch)
+            spec = sfft.rfft2(blocks[r0:r1], axes=(-2, -1), workers=w)
+            spec *= self.spectrum
+            y = sfft.irfft2(spec, s=(bh, bw), axes=(-2, -1), workers=w, overwrite_x=True)
+            # (rows, cols, sh, sw) blocks -> image rows r0*sh .. r1*sh
+            y = y[:, :, :sh, :sw].transpose(0, 2, 1, 3).reshape((r1 - r0) * sh, gc * sw)
+            a = r0 * sh
+            b = min(oh, r1 * sh)
+            out[a:b] = y[: b - a, :ow]
