@@ -4,11 +4,12 @@ and the three boundaries are padding plus one valid call (im2tensor paper, secti
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
 
-from . import _core
+from . import _core, _cpu_cost, _plan_cache
 from ._arrays import backend_of
 from .methods import methods as _methods
 
@@ -22,6 +23,7 @@ _BOUNDARIES = {"fill": "fill", "pad": "fill", "wrap": "wrap", "circular": "wrap"
 _AUTO_GPU_MIN_MACS = 5e7
 
 
+@functools.lru_cache(maxsize=256)
 def default_precision(*dtype_strs: str) -> str:
     """float64 -> fp64, float32 -> fp32, float16 -> fp16fp32; integers, bool and anything wider
     than float64 -> fp64 (numpy's promotion of the two inputs decides)."""
@@ -113,16 +115,34 @@ def _gpu_preference(precision: str, kernel: np.ndarray | None) -> list:
     return prefs
 
 
+# The CPU methods 'auto' chooses between by predicted time (_cpu_cost: calibrated per machine).
+# Spectral methods spread NaN/inf over their whole transform, so fft_cpu is chosen only for
+# finite kernels, and a plan that chose it checks each image and runs `direct` on one that holds
+# non-finite values (Plan.__call__).
+_CPU_SPECTRAL = "fft_cpu"
+
+
+def _cpu_preference(precision: str, kernel: np.ndarray | None, image_shape) -> list:
+    if kernel is None or image_shape is None:
+        return []
+    if not np.isfinite(kernel).all():
+        return ["direct"]
+    t = _cpu_cost.predict(precision, image_shape, kernel.shape)
+    return sorted(t, key=t.get)
+
+
 def choose_method(precision: str, on_device: bool, macs: float = 0.0,
-                  kernel: np.ndarray | None = None) -> str:
+                  kernel: np.ndarray | None = None, image_shape=None) -> str:
     """The 'auto' rule. Device arrays stay on their device; host arrays go to the GPU when the
     work (`macs` multiply-adds) pays for the copies. On the GPU the measured ranking above
-    decides, given the host float64 `kernel`; otherwise registry order."""
+    decides, given the host float64 `kernel`; on the CPU the cost model of this machine, given
+    also the (padded) `image_shape`; otherwise registry order."""
     rows = [m for m in _methods() if m.available and precision in m.precisions]
     gpu = [m.name for m in rows if m.device == "cuda"]
     cpu = [m.name for m in rows if m.device == "cpu"]
     if gpu:  # the ranking needs an SVD of the kernel: skip it where no GPU method can run
         gpu = [n for n in _gpu_preference(precision, kernel) if n in gpu] + gpu
+    cpu = [n for n in _cpu_preference(precision, kernel, image_shape) if n in cpu] + cpu
     if on_device:
         order = gpu
     else:
@@ -184,13 +204,17 @@ class Plan:
         k64 = kb.to_host_float64(kernel)
         if self.convolve:
             k64 = np.ascontiguousarray(k64[::-1, ::-1])
-        if method == "auto":
+        auto = method == "auto"
+        if auto:
             on_device = kb.on_device if device is None else device == "cuda"
             method = choose_method(self.precision, on_device,
-                                   float(ph - kh + 1) * (pw - kw + 1) * kh * kw, k64)
+                                   float(ph - kh + 1) * (pw - kw + 1) * kh * kw, k64, (ph, pw))
         self.method = method
         self._device = {m.name: m.device for m in _methods()}.get(method)
         self._plan = _core.make_plan(method, k64, ph, pw, self.precision)
+        # 'auto' chose a spectral CPU method: images with NaN/inf run `direct` (exact there)
+        self._finite_fallback = (_core.make_plan("direct", k64, ph, pw, self.precision)
+                                 if auto and method == _CPU_SPECTRAL else None)
         self.kernel_shape = (kh, kw)
         self.out_shape = tuple(self._plan.out_shape)
 
@@ -218,10 +242,20 @@ class Plan:
         if b.row_stride(x) != x.shape[1]:
             x = b.to_storage(x, self.storage)
         out = b.empty(self.out_shape, self.storage, like=x)
-        self._plan.run(b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
-                       out.shape[0], out.shape[1], b.row_stride(out), self.storage, b.on_device,
-                       b.stream(x))
+        run = self._plan.run
+        if self._finite_fallback is not None and not _all_finite(x):
+            run = self._finite_fallback.run
+        run(b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out), out.shape[0],
+            out.shape[1], b.row_stride(out), self.storage, b.on_device, b.stream(x))
         return out
+
+
+def _all_finite(x: np.ndarray) -> bool:
+    """One pass: a sum is finite unless an addend is NaN/inf (or the sum overflows, which the
+    exact test then settles). Half storage sums in float32, where it cannot overflow."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = np.add.reduce(x, axis=None, dtype=np.float64 if x.dtype == np.float64 else np.float32)
+    return bool(np.isfinite(s)) or bool(np.isfinite(x).all())
 
 
 def plan(kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0, method="auto",
@@ -251,11 +285,36 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool)
         if not ok1:  # scipy swaps the inputs and flips the result
             in1, in2, b1, b2, swapped = in2, in1, b2, b1, True
     device = "cuda" if b1.on_device else None
-    p = Plan(in2, in1.shape, mode=mode, boundary=boundary, fillvalue=fillvalue, method=method,
-             precision=precision, convolve=convolve, device=device)
+    key = None if b2.on_device or not isinstance(method, str) else _plan_cache.key(
+        in2, in1.shape, mode, _check_boundary(boundary), _check_fillvalue(fillvalue), method,
+        precision, convolve, device)
+    p = _plan_cache.get(key)
+    if p is None:
+        p = Plan(in2, in1.shape, mode=mode, boundary=boundary, fillvalue=fillvalue,
+                 method=method, precision=precision, convolve=convolve, device=device)
+        _plan_cache.put(key, p)
     out = p(in1)
     # scipy flips a swapped correlation; convolution commutes, so it needs no flip
     return b1.flip(out) if swapped and not convolve else out
+
+
+def calibrate_cpu(save: bool = True) -> dict:
+    """Measure this machine's costs of the CPU methods for method='auto' (about a second per
+    precision) and keep them in the user's cache directory for later processes; returns the
+    constants (seconds per output, per multiply-add, per FFT unit, fixed)."""
+    constants = _cpu_cost.calibrate(save=save)
+    _plan_cache.clear()  # cached 'auto' plans were chosen with the old constants
+    return constants
+
+
+def clear_plan_cache() -> None:
+    """Forget the plans correlate2d/convolve2d keep for repeated calls."""
+    _plan_cache.clear()
+
+
+def plan_cache_info() -> dict:
+    """The plan cache's entries, bounds (plans, bytes), hits and misses."""
+    return _plan_cache.info()
 
 
 def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="auto",

@@ -1,0 +1,206 @@
+"""The CPU float path (issue #18): fft_cpu's block geometries, 'auto' on the CPU (cost model,
+calibration, non-finite images), and the plan cache (content keys, bounds, 8 threads).
+fft_cpu x precision against scipy on odd shapes and USC-SIPI runs in test_methods.py and
+test_accuracy.py with every registry row."""
+
+import threading
+
+import numpy as np
+import pytest
+import scipy.signal
+from bounds import rel_l2_bound
+
+import tensorconv as tc
+from tensorconv import _api, _cpu_cost, _fft_cpu, _plan_cache
+from tensorconv.metrics import relative_l2
+
+PRECISIONS = ("fp16fp32", "fp32", "fp64")
+
+
+@pytest.fixture
+def fresh_cache():
+    tc.clear_plan_cache()
+    yield
+    tc.clear_plan_cache()
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("ishape,kshape,block", [
+    ((301, 517), (7, 5), (128, 128)),     # blocks of both dims, ragged last block
+    ((300, 250), (15, 16), (128, 250)),   # row strips only (full width)
+    ((260, 131), (1, 9), (128, 128)),     # one-row kernel
+    ((200, 200), (40, 3), (64, 256)),     # block rows barely taller than the kernel
+])
+def test_fft_cpu_overlap_save_blocks(monkeypatch, precision, ishape, kshape, block):
+    monkeypatch.setattr(_fft_cpu, "choose_blocks", lambda *a: (block, 0.0))
+    rng = np.random.default_rng(5)
+    image = rng.standard_normal(ishape)
+    kernel = rng.standard_normal(kshape)
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    out = tc.correlate2d(image, kernel, "valid", method="fft_cpu", precision=precision)
+    assert out.shape == ref.shape
+    assert relative_l2(out, ref) <= rel_l2_bound("fft_cpu", precision)
+
+
+def test_fft_cpu_block_model():
+    # one whole transform for large kernels, blocks only for big images with small kernels
+    assert _fft_cpu.choose_blocks(1024, 1024, 35, 35)[0] == (1024, 1024)
+    bh, bw = _fft_cpu.choose_blocks(8192, 8192, 3, 3)[0]
+    assert bh < 8192 and bw < 8192
+    for shape in [(17, 23), (1000, 999), (4099, 513)]:
+        (bh, bw), cost = _fft_cpu.choose_blocks(*shape, 5, 5)
+        assert cost > 0 and 5 <= bh <= _fft_cpu.sfft.next_fast_len(shape[0])
+
+
+def test_auto_cpu_uses_the_cost_model(monkeypatch):
+    monkeypatch.setattr(_api, "_methods", lambda: [m for m in tc.methods() if m.device == "cpu"])
+    k = np.random.default_rng(1).random
+    assert _api.choose_method("fp32", False, 0, k((3, 3)), (1024, 1024)) == "direct"
+    assert _api.choose_method("fp64", False, 0, k((55, 55)), (2048, 2048)) == "fft_cpu"
+    big = k((35, 35))
+    big[2, 2] = np.inf  # spectral methods would spread it: never fft for a non-finite kernel
+    assert _api.choose_method("fp32", False, 0, big, (2048, 2048)) == "direct"
+    # the choice follows the constants: an FFT made 1e6 times dearer is never chosen
+    c = {p: dict(v, per_unit=v["per_unit"] * 1e6) for p, v in _cpu_cost.constants().items()}
+    monkeypatch.setattr(_cpu_cost, "_loaded", c)
+    assert _api.choose_method("fp64", False, 0, k((55, 55)), (2048, 2048)) == "direct"
+
+
+def test_calibration_is_saved_per_machine(monkeypatch, tmp_path):
+    monkeypatch.setenv("TENSORCONV_CACHE", str(tmp_path))
+    monkeypatch.setattr(_cpu_cost, "_loaded", None)
+    c = tc.calibrate_cpu()
+    f = _cpu_cost.cost_file()
+    assert f.is_file() and f.parent.parent == tmp_path
+    for p in ("fp32", "fp64"):
+        assert set(c[p]) == set(_cpu_cost.DEFAULTS[p])
+        assert c[p]["per_mac"] > 0 and c[p]["per_unit"] > 0
+    monkeypatch.setattr(_cpu_cost, "_loaded", None)  # a new process reads the file
+    assert _cpu_cost.constants() == c
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp64"])
+def test_auto_runs_direct_on_non_finite_images(precision):
+    rng = np.random.default_rng(12)
+    image = rng.random((300, 310))
+    kernel = rng.random((41, 41)) + 0.1  # positive: inf stays inf
+    p = tc.plan(kernel, image.shape, mode="valid", precision=precision)
+    assert p.method == "fft_cpu", "the test needs a case where auto chooses the FFT"
+    np.testing.assert_allclose(p(image), scipy.signal.correlate2d(image, kernel, "valid"),
+                               rtol=1e-4 if precision == "fp32" else 1e-10)
+    image[5, 7] = np.nan
+    image[200, 250] = np.inf
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    for got in (p(image), tc.correlate2d(image, kernel, "valid", precision=precision)):
+        got = got.astype(np.float64)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+        finite = np.isfinite(ref)
+        assert finite.sum() > 0.5 * ref.size
+        np.testing.assert_allclose(got[finite], ref[finite],
+                                   rtol=1e-4 if precision == "fp32" else 1e-10)
+    # a NaN fill value is part of the padded image the check sees
+    ones = np.ones_like(image)
+    got = tc.correlate2d(ones, kernel, "same", fillvalue=np.nan, precision=precision)
+    ref = scipy.signal.correlate2d(ones, kernel, "same", fillvalue=np.nan)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    assert not np.isnan(ref).all()
+
+
+def test_all_finite_check():
+    x = np.full((50, 60), 3e38, np.float32)  # the sum overflows; the exact test settles it
+    assert _api._all_finite(x)
+    x[3, 4] = -np.inf
+    assert not _api._all_finite(x)
+    h = np.full((20, 20), 60000, np.float16)  # half sums in float32
+    assert _api._all_finite(h)
+    h[0, 0] = np.nan
+    assert not _api._all_finite(h)
+
+
+def test_plan_cache_keys_on_content(fresh_cache):
+    rng = np.random.default_rng(2)
+    image = rng.standard_normal((40, 50))
+    kernel = rng.standard_normal((5, 5))
+    for method in ("direct", "fft_cpu", "auto"):
+        for _ in range(2):
+            out = tc.correlate2d(image, kernel, "same", method=method)
+            np.testing.assert_allclose(out, scipy.signal.correlate2d(image, kernel, "same"),
+                                       rtol=1e-9, atol=1e-12)
+            kernel *= -1.5  # the same array object, new content: never the old plan
+            kernel[0, 0] += 1
+    info = tc.plan_cache_info()
+    assert info["misses"] == 6 and info["hits"] == 0
+    out1 = tc.correlate2d(image, kernel, "same")
+    out2 = tc.correlate2d(image, kernel, "same")
+    assert tc.plan_cache_info()["hits"] == 1
+    np.testing.assert_array_equal(out1, out2)
+    # shape, mode, boundary, fill value, precision and convolution are part of the key
+    ref32 = scipy.signal.correlate2d(image, kernel, "same").astype(np.float32)
+    variants = [
+        (tc.correlate2d(image[:30], kernel, "same"),
+         scipy.signal.correlate2d(image[:30], kernel, "same")),
+        (tc.correlate2d(image, kernel, "full"), scipy.signal.correlate2d(image, kernel, "full")),
+        (tc.correlate2d(image, kernel, "same", "wrap"),
+         scipy.signal.correlate2d(image, kernel, "same", "wrap")),
+        (tc.correlate2d(image, kernel, "same", fillvalue=2.0),
+         scipy.signal.correlate2d(image, kernel, "same", fillvalue=2.0)),
+        (tc.correlate2d(image, kernel, "same", precision="fp32"), ref32),
+        (tc.convolve2d(image, kernel, "same"), scipy.signal.convolve2d(image, kernel, "same")),
+        (tc.correlate2d(image.astype(np.float32), kernel.astype(np.float32), "same"), ref32),
+    ]
+    for got, ref in variants:
+        assert got.shape == ref.shape and got.dtype == ref.dtype
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_plan_cache_is_bounded(fresh_cache, monkeypatch):
+    monkeypatch.setattr(_plan_cache, "MAX_PLANS", 4)
+    image = np.ones((20, 20))
+    for i in range(10):
+        tc.correlate2d(image, np.full((3, 3), float(i)))
+    assert tc.plan_cache_info()["plans"] == 4
+    monkeypatch.setattr(_plan_cache, "MAX_BYTES", 0)  # a plan with workspace never fits
+    tc.correlate2d(np.ones((64, 64)), np.ones((40, 40)), method="fft_cpu")
+    assert tc.plan_cache_info()["bytes"] == 0
+    big = np.ones((300, 300))  # kernels above MAX_KERNEL_BYTES are not kept
+    assert _plan_cache.key(big, (300, 300), "valid", "fill", 0.0, "auto", "fp64", False,
+                           None) is None
+
+
+def test_plan_cache_eight_threads(fresh_cache):
+    rng = np.random.default_rng(9)
+    cases = []
+    for i in range(6):
+        image = rng.standard_normal((60 + i, 70))
+        kernel = rng.standard_normal((3 + 4 * i, 5))
+        method = ("direct", "fft_cpu", "auto")[i % 3]
+        cases.append((image, kernel, method, scipy.signal.correlate2d(image, kernel, "same")))
+    errors = []
+
+    def worker(t):
+        try:
+            for r in range(30):
+                image, kernel, method, ref = cases[(t + r) % len(cases)]
+                out = tc.correlate2d(image, kernel, "same", method=method)
+                if relative_l2(out, ref) > 1e-12:
+                    errors.append((t, r, method))
+                if r % 10 == 9:
+                    tc.clear_plan_cache()
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    assert tc.plan_cache_info()["plans"] <= _plan_cache.MAX_PLANS
+
+
+def test_fft_cpu_rejects_device_arrays_and_bad_precision():
+    with pytest.raises(ValueError, match="does not support precision 'bf16'"):
+        tc.correlate2d(np.ones((8, 8)), np.ones((3, 3)), method="fft_cpu", precision="bf16")
+    with pytest.raises(ValueError, match="at least as large as the kernel"):
+        tc.plan(np.ones((9, 9)), (8, 8), mode="valid", method="fft_cpu")
