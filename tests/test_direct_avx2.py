@@ -45,3 +45,32 @@ def test_direct_fp64_real_images(usc_images):
         ref = scipy.signal.correlate2d(image, kernel, "same", "symm")
         out = tc.correlate2d(image, kernel, "same", "symm", method="direct", precision="fp64")
         assert _rel_max(out, ref) <= 1e-12, name
+
+
+def _direct_note():
+    return next(m.note for m in tc.methods() if m.name == "direct")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp64"])
+def test_direct_avx512_tiles(precision, monkeypatch):
+    """AVX-512 tiles (4 rows x 6 vectors, masked column tails, row groups of 1..4) against scipy
+    and against the AVX2 kernels (TENSORCONV_FORCE_AVX2=1) on widths around whole tiles."""
+    if "AVX-512" not in _direct_note():
+        pytest.skip(f"direct runs {_direct_note()!r} here, not AVX-512")
+    dtype = np.float64 if precision == "fp64" else np.float32
+    n = 16 if precision == "fp32" else 8
+    rng = np.random.default_rng(22)
+    for ocols in (1, n - 1, n, n + 1, 6 * n - 1, 6 * n, 6 * n + 1, 13 * n + 5):
+        for orows, (kh, kw) in ((1, (1, 1)), (2, (3, 3)), (3, (2, 5)), (4, (7, 1)),
+                                (5, (4, 4)), (6, (9, 17)), (11, (15, 15))):
+            image = rng.standard_normal((orows + kh - 1, ocols + kw - 1)).astype(dtype)
+            kernel = rng.standard_normal((kh, kw)).astype(dtype)
+            ref = scipy.signal.correlate2d(image.astype(np.float64),
+                                           kernel.astype(np.float64), "valid")
+            fast = tc.correlate2d(image, kernel, "valid", method="direct")
+            monkeypatch.setenv("TENSORCONV_FORCE_AVX2", "1")
+            avx2 = tc.correlate2d(image, kernel, "valid", method="direct")
+            monkeypatch.delenv("TENSORCONV_FORCE_AVX2")
+            assert fast.shape == ref.shape == (orows, ocols)
+            assert _rel_max(fast, ref) <= BOUND[precision], (orows, ocols, kh, kw)
+            assert _rel_max(fast, avx2.astype(np.float64)) <= 2 * BOUND[precision]

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "../core/registry.hpp"
+#include "../cpu/fma_peak.hpp"
 #include "../cpu/simd_u8/simd_u8.hpp"
 
 namespace py = pybind11;
@@ -50,6 +51,17 @@ PYBIND11_MODULE(_core, m) {
   m.def("cuda_available", &cuda_available, "True when a CUDA device can be used (never raises).");
   m.def("cuda_unavailable_reason", &cuda_unavailable_reason);
   m.def("cuda_compute_capability", &cuda_compute_capability);
+
+  m.def(
+      "fma_peak_gflops",
+      [](const std::string& precision, int threads, double seconds, const std::string& isa) {
+        py::gil_scoped_release release;
+        return fma_peak_gflops(precision == "fp64", threads, seconds, isa);
+      },
+      "Measured FMA peak (GFLOP/s) of a register-only FMA loop on `threads` threads.",
+      py::arg("precision") = "fp32", py::arg("threads") = 0, py::arg("seconds") = 0.3,
+      py::arg("isa") = "");
+  m.def("fma_peak_isa", &fma_peak_isa);
 
   m.def("methods", [] {
     py::list rows;

@@ -5,6 +5,7 @@
 
 namespace tc {
 std::unique_ptr<Plan> make_direct_plan(const PlanRequest&);  // csrc/cpu/direct.cpp
+std::string direct_note();  // csrc/cpu/direct.cpp: AVX-512, AVX2 or portable kernels
 std::unique_ptr<Plan> make_fft_cpu_plan(const PlanRequest&);  // csrc/cpu/fft_cpu.cpp
 std::string simd_u8_note();  // csrc/cpu/simd_u8/dispatch.cpp: AVX2 or portable path, and why
 // csrc/cuda/*.cu (CUDA builds only)

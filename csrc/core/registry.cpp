@@ -18,8 +18,9 @@ using P = Precision;
 const std::vector<MethodInfo>& registry() {
   static const std::vector<MethodInfo> table = {
       {"direct", Device::cpu, {P::fp16fp32, P::fp32, P::fp64}, 0, &make_direct_plan,
-       "CPU direct correlation, threads over rows, register-blocked AVX2/FMA kernels "
-       "(portable fallback)"},
+       "CPU direct correlation, threads over rows, register-blocked AVX-512 or AVX2/FMA "
+       "kernels (portable fallback)",
+       nullptr, &direct_note},
       {"fft_cpu", Device::cpu, {P::fp16fp32, P::fp32, P::fp64}, 0, &make_fft_cpu_plan,
        "CPU product of spectra by pocketfft (scipy.fft, all cores): fast sizes, kernel spectrum "
        "once per plan, overlap-save blocks where cheaper; fp16fp32 transforms in fp32"},

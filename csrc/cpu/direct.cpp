@@ -1,6 +1,7 @@
-// CPU `direct`: valid correlation by the definition, threads over output rows. On AVX2/FMA CPUs the
-// register-blocked intrinsics kernels of direct_avx2.cpp run; elsewhere (or with
-// TENSORCONV_FORCE_PORTABLE=1) each thread keeps a block of output pixels in registers and streams
+// CPU `direct`: valid correlation by the definition, threads over output rows. On AVX-512 CPUs the
+// 4-row x 6-vector register tiles of direct_avx512.cpp run, on AVX2/FMA CPUs the register-blocked
+// kernels of direct_avx2.cpp (TENSORCONV_FORCE_AVX2=1 picks those on AVX-512 CPUs too);
+// elsewhere (or with TENSORCONV_FORCE_PORTABLE=1) each thread keeps a block of output pixels in registers and streams
 // kernel taps over it, a contiguous multiply-add the compiler vectorizes for the baseline ISA.
 // fp16fp32 widens half storage to float once.
 #include <cstdint>
@@ -14,10 +15,16 @@
 namespace tc {
 namespace {
 
+bool use_avx512() { return cpu_use_avx2() && cpu_has_avx512bw() && !cpu_avx2_forced(); }
+
 template <class T>
 void correlate_valid(const T* in, std::int64_t in_stride, T* out, std::int64_t out_stride,
                      std::int64_t orows, std::int64_t ocols, const T* k, std::int64_t kh,
                      std::int64_t kw) {
+  if (use_avx512()) {
+    correlate_valid_avx512(in, in_stride, out, out_stride, orows, ocols, k, kh, kw);
+    return;
+  }
   if (cpu_use_avx2()) {
     correlate_valid_avx2(in, in_stride, out, out_stride, orows, ocols, k, kh, kw);
     return;
@@ -104,6 +111,12 @@ class DirectPlan final : public Plan {
 };
 
 }  // namespace
+
+std::string direct_note() {
+  if (use_avx512()) return "AVX-512 register tiles";
+  if (cpu_use_avx2()) return "AVX2/FMA register tiles";
+  return cpu_portable_forced() ? "portable (TENSORCONV_FORCE_PORTABLE)" : "portable (no AVX2/FMA)";
+}
 
 std::unique_ptr<Plan> make_direct_plan(const PlanRequest& r) {
   return std::make_unique<DirectPlan>(r);

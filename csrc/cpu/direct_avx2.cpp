@@ -115,8 +115,7 @@ template <class T>
 void run(const T* in, std::int64_t is, T* out, std::int64_t os, std::int64_t orows,
          std::int64_t ocols, const T* k, std::int64_t kh, std::int64_t kw) {
   const std::int64_t pairs = orows / 2;
-  // Below ~2^18 multiply-adds (tens of microseconds) waking a worker costs more than it saves.
-  const int nt = orows * ocols * kh * kw < (std::int64_t{1} << 18) ? 1 : default_threads();
+  const int nt = direct_threads(orows, ocols, kh, kw);
   parallel_chunks(pairs + 1, nt, std::max<std::int64_t>(1, pairs / (8 * nt)),
                   [&](std::int64_t b, std::int64_t e) {
                     for (std::int64_t p = b; p < e; ++p) {
