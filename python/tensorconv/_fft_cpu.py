@@ -22,13 +22,15 @@ import os
 import numpy as np
 import scipy.fft as sfft
 
-# Per-element cost of a transform block relative to one butterfly level (the copy into the
-# block, the spectrum product, the copy out), and a per-block cost (calls, short strided lines).
-# Measured on a 2-core Zen 4: blocks beat one whole transform only by small margins, and not
-# reliably, so the per-block cost is set high enough that blocks are chosen only where the model
-# saves a lot (big images, small kernels). Only the ranking of block shapes depends on these.
+# Per-element work of a transform block beside its butterflies, in butterfly levels (the copy
+# into the block, the spectrum product, the copy out). Blocks pay more per operation than one
+# whole transform (the zero-extended copy, strided block lines, the reshaped copy out, one
+# call per batch): measured on the 2-core Zen 4 they beat the whole transform only now and then
+# and by small margins, so they are chosen only where they save over BLOCK_PENALTY of the
+# operations (big images, small kernels). The seconds per operation come from the caller (the
+# calibrated cost model of _cpu_cost, by transform size).
 _FIXED = 10.0
-_PER_BLOCK = 5e4
+BLOCK_PENALTY = 1.25
 _MIN_BLOCK = 128
 
 
@@ -36,12 +38,10 @@ def workers() -> int:
     return os.cpu_count() or 1
 
 
-def _block_cost(ih: int, iw: int, kh: int, kw: int, bh: int, bw: int) -> float:
-    """Model of the work for blocks of bh x bw: blocks x elements x (log2 elements + fixed)."""
-    sh, sw = bh - kh + 1, bw - kw + 1
-    n = math.ceil((ih - kh + 1) / sh) * math.ceil((iw - kw + 1) / sw)
+def block_units(bh: int, bw: int) -> float:
+    """Operation count of one block: elements x (log2 elements + fixed)."""
     e = bh * bw
-    return n * (e * (math.log2(e) + _FIXED) + _PER_BLOCK)
+    return e * (math.log2(e) + _FIXED)
 
 
 def _candidates(i: int, k: int, real: bool) -> list:
@@ -55,21 +55,21 @@ def _candidates(i: int, k: int, real: bool) -> list:
     return sorted(c)
 
 
-def choose_blocks(ih: int, iw: int, kh: int, kw: int) -> tuple:
+def choose_blocks(ih: int, iw: int, kh: int, kw: int, unit_seconds=None) -> tuple:
     """Transform block shape (bh, bw) for a valid correlation of ih x iw with kh x kw, and the
-    model's cost of the whole call (in butterfly units)."""
+    predicted seconds of its transforms: operations x unit_seconds(block elements) (default
+    1e-10 s, a pure operation count)."""
+    full = (sfft.next_fast_len(ih, real=False), sfft.next_fast_len(iw, real=True))
     best = None
     for bh in _candidates(ih, kh, False):
         for bw in _candidates(iw, kw, True):
-            c = _block_cost(ih, iw, kh, kw, bh, bw)
-            if best is None or c < best[0]:
-                best = (c, bh, bw)
-    return (best[1], best[2]), best[0]
-
-
-def fft_cost_units(ih: int, iw: int, kh: int, kw: int) -> float:
-    """The model's cost of one call (the cost model of 'auto' scales it to seconds)."""
-    return choose_blocks(ih, iw, kh, kw)[1]
+            n = math.ceil((ih - kh + 1) / (bh - kh + 1)) * math.ceil((iw - kw + 1) / (bw - kw + 1))
+            ops = n * block_units(bh, bw)
+            rank = ops * (1.0 if (bh, bw) == full else BLOCK_PENALTY)
+            if best is None or rank < best[0]:
+                best = (rank, ops, bh, bw)
+    _, ops, bh, bw = best
+    return (bh, bw), ops * (unit_seconds(bh * bw) if unit_seconds else 1e-10)
 
 
 class FftCpu:
@@ -79,7 +79,8 @@ class FftCpu:
     # enough that a batch's spectra stay in the last-level cache.
     _BATCH_BYTES = 32 << 20
 
-    def __init__(self, kernel: np.ndarray, ih: int, iw: int, precision: str):
+    def __init__(self, kernel: np.ndarray, ih: int, iw: int, precision: str, block=None):
+        """block: the transform block shape (bh, bw), else the cost model's choice."""
         kh, kw = kernel.shape
         self.shape = (ih, iw)
         self.out_shape = (ih - kh + 1, iw - kw + 1)
@@ -93,7 +94,11 @@ class FftCpu:
             self.dtype = np.float32
             k = kernel.astype(np.float16 if precision == "fp16fp32" else np.float32)
             k = k.astype(np.float64)
-        (bh, bw), _ = choose_blocks(ih, iw, kh, kw)
+        if block is None:
+            from . import _cpu_cost  # (imports this module)
+
+            block = choose_blocks(ih, iw, kh, kw, _cpu_cost.unit_seconds_fn(precision))[0]
+        bh, bw = block
         self.block = (bh, bw)
         self.step = (bh - kh + 1, bw - kw + 1)
         oh, ow = self.out_shape
