@@ -29,11 +29,11 @@ import numpy as np
 from . import _core, _fft_cpu
 
 FFT_SIZES = (256, 1024, 2048, 4096)
-DEFAULTS = {  # seconds; see the module docstring (calibrate() on the Zen 4 VM, 2026-11-25)
-    "fp32": {"per_output": 3.3e-10, "per_mac": 9.3e-12, "fft_fixed": 3.0e-5,
-             "per_unit": [1.9e-10, 2.1e-10, 3.0e-10, 3.6e-10]},
-    "fp64": {"per_output": 3.3e-10, "per_mac": 1.9e-11, "fft_fixed": 3.0e-5,
-             "per_unit": [2.8e-10, 3.9e-10, 6.2e-10, 7.5e-10]},
+DEFAULTS = {  # seconds; see the module docstring (min of runs on the Zen 4 VM, 2026-11-25)
+    "fp32": {"per_output": 3.3e-10, "per_mac": 1.0e-11, "fft_fixed": 3.0e-5,
+             "per_unit": [2.1e-10, 2.4e-10, 2.6e-10, 2.5e-10]},
+    "fp64": {"per_output": 3.3e-10, "per_mac": 1.95e-11, "fft_fixed": 3.0e-5,
+             "per_unit": [2.5e-10, 3.3e-10, 4.8e-10, 4.5e-10]},
 }
 # fp16fp32 runs the fp32 code after widening half to float (direct) or in fp32 (fft_cpu)
 _AS = {"fp16fp32": "fp32", "fp32": "fp32", "fp64": "fp64"}
@@ -145,7 +145,7 @@ def calibrate(save: bool = True, repeat: int = 5) -> dict:
             out = np.empty(f.out_shape, dtype)
             f.run(x, out)  # warm-up
             ts = []
-            for _ in range(repeat if n < 4096 else 2):
+            for _ in range(repeat if n < 4096 else 3):
                 t = time.perf_counter()
                 f.run(x, out)
                 ts.append(time.perf_counter() - t)

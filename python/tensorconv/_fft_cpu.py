@@ -127,8 +127,9 @@ class FftCpu:
         bh, bw = self.block
         w = workers()
         if self.single:
-            y = sfft.irfft2(sfft.rfft2(x, s=(bh, bw), workers=w) * self.spectrum, s=(bh, bw),
-                            workers=w, overwrite_x=True)
+            spec = sfft.rfft2(x, s=(bh, bw), workers=w)
+            spec *= self.spectrum  # in place: one image-sized temporary fewer
+            y = sfft.irfft2(spec, s=(bh, bw), workers=w, overwrite_x=True)
             out[...] = y[:oh, :ow]
             return
         sh, sw = self.step
