@@ -22,17 +22,16 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no idle BLAS threads spinning on 2 cores
 
 import argparse
-import datetime
 import json
-import platform
 import socket
+import time
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_u8 import _cpu_name, run_config  # noqa: E402  (same harness, same rules)
+from cpu_u8 import doc_header, run_config  # noqa: E402  (same harness, same rules)
 
 import tensorconv as tc  # noqa: E402
 from tensorconv import _core, _cpu_cost  # noqa: E402
@@ -51,6 +50,31 @@ GOAL_PEERS = ("peer:cv2.filter2D", "peer:scipy.fftconvolve", "peer:scipy.oaconvo
 
 def fma_peaks():
     return {p: round(_core.fma_peak_gflops(p, 0, 0.5), 1) for p in ("fp32", "fp64")}
+
+
+def small_call(scipy, n_calls=2000, repeat=7):
+    """Issue #18 item 4: correlate2d on a 32x32 float64 image with a 3x3 kernel against
+    scipy.signal.correlate2d, per call (median over `repeat` loops of n_calls calls each,
+    interleaved), every mode."""
+    x = np.random.default_rng(1).random((32, 32))
+    k = np.random.default_rng(2).random((3, 3))
+    res = {}
+    for mode in ("full", "same", "valid"):
+        fns = {"tensorconv": lambda: tc.correlate2d(x, k, mode),
+               "scipy": lambda: scipy.signal.correlate2d(x, k, mode)}
+        ts = {name: [] for name in fns}
+        for _ in range(repeat):
+            for name, fn in fns.items():
+                t = time.perf_counter()
+                for _ in range(n_calls):
+                    fn()
+                ts[name].append((time.perf_counter() - t) / n_calls * 1e6)
+        res[mode] = {name: float(np.median(v)) for name, v in ts.items()}
+        res[mode]["ratio"] = res[mode]["tensorconv"] / res[mode]["scipy"]
+        print(f"32x32, 3x3, {mode}: tensorconv {res[mode]['tensorconv']:.1f} us, scipy "
+              f"{res[mode]['scipy']:.1f} us (x{res[mode]['ratio']:.2f} of scipy's time)",
+              flush=True)
+    return res
 
 
 def main():
@@ -72,6 +96,7 @@ def main():
     peak0 = fma_peaks()
     print(f"load average {load0}; FMA peak (GFLOP/s, {_core.fma_peak_isa()}, all cores): {peak0}",
           flush=True)
+    small = small_call(scipy)
     rows = []
     rng = np.random.default_rng(0)
     ndimage_rate = {}  # seconds per multiply-add, from the first measured call
@@ -140,20 +165,16 @@ def main():
     peak1 = fma_peaks()
     load1 = os.getloadavg()
     host = socket.gethostname()
-    doc = {"device": f"{platform.processor() or platform.machine()} ({_cpu_name()}), "
-                     f"{os.cpu_count()} cores",
-           "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-           "tensorconv": tc.__version__,
-           "versions": {"numpy": np.__version__, "scipy": scipy.__version__,
-                        "opencv": cv2.__version__, "cv2_threads": cv2.getNumThreads(),
-                        "python": platform.python_version()},
-           "direct_path": next(m.note for m in tc.methods() if m.name == "direct"),
-           "fma_peak_gflops": {"isa": _core.fma_peak_isa(), "start": peak0, "end": peak1},
-           "load_average": {"start": load0, "end": load1},
-           "auto_constants": _cpu_cost.constants(),
-           "auto_constants_file": str(_cpu_cost.cost_file()) if _cpu_cost.cost_file().exists()
-           else None,
-           "rows": rows}
+    doc = doc_header(cv2, scipy)
+    cost_file = _cpu_cost.cost_file()
+    doc.update({
+        "direct_path": next(m.note for m in tc.methods() if m.name == "direct"),
+        "fma_peak_gflops": {"isa": _core.fma_peak_isa(), "start": peak0, "end": peak1},
+        "load_average": {"start": load0, "end": load1},
+        "auto_constants": _cpu_cost.constants(),
+        "auto_constants_file": str(cost_file) if cost_file.exists() else None,
+        "small_call": small,
+        "rows": rows})
     RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = "_subset" if args.sizes or args.ks or args.precisions != "fp32,fp64" else ""
     out = RESULTS / f"cpu_float_{host}{suffix}.json"

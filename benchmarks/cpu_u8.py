@@ -151,15 +151,9 @@ def main():
                             for n, (m, _) in res.items())
             print(f"{w}x{h} k={k}: {line}", flush=True)
     host = socket.gethostname()
-    doc = {"device": f"{platform.processor() or platform.machine()} ({_cpu_name()}), "
-                     f"{os.cpu_count()} cores",
-           "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-           "tensorconv": tc.__version__,
-           "versions": {"numpy": np.__version__, "scipy": scipy.__version__,
-                        "opencv": cv2.__version__, "cv2_threads": cv2.getNumThreads(),
-                        "python": platform.python_version(), "simd_u8_path": tc.simd_u8_path(),
-                        "threads": threads or "all"},
-           "rows": rows}
+    doc = doc_header(cv2, scipy)
+    doc["versions"].update(simd_u8_path=tc.simd_u8_path(), threads=threads or "all")
+    doc["rows"] = rows
     RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = (f"_t{args.threads}" if args.threads else "") + (
         "_subset" if args.sizes or args.ks else "")
@@ -176,6 +170,17 @@ def _forced(var, image, kern, d, threads):
         return tc.filter2d_u8(image, kern, d, threads=threads)
     finally:
         del os.environ[var]
+
+
+def doc_header(cv2, scipy) -> dict:
+    """The results file's device, date and versions (design.md's format; CPU benchmarks)."""
+    return {"device": f"{platform.processor() or platform.machine()} ({_cpu_name()}), "
+                      f"{os.cpu_count()} cores",
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "tensorconv": tc.__version__,
+            "versions": {"numpy": np.__version__, "scipy": scipy.__version__,
+                         "opencv": cv2.__version__, "cv2_threads": cv2.getNumThreads(),
+                         "python": platform.python_version()}}
 
 
 def _cpu_name() -> str:

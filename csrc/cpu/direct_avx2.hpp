@@ -19,10 +19,9 @@ void correlate_valid_avx2(const float* in, std::int64_t in_stride, float* out,
 void correlate_valid_avx2(const double* in, std::int64_t in_stride, double* out,
                           std::int64_t out_stride, std::int64_t orows, std::int64_t ocols,
                           const double* k, std::int64_t kh, std::int64_t kw);
-void correlate_valid_avx512(const float* in, std::int64_t in_stride, float* out,
-                            std::int64_t out_stride, std::int64_t orows, std::int64_t ocols,
-                            const float* k, std::int64_t kh, std::int64_t kw);
-void correlate_valid_avx512(const double* in, std::int64_t in_stride, double* out,
-                            std::int64_t out_stride, std::int64_t orows, std::int64_t ocols,
-                            const double* k, std::int64_t kh, std::int64_t kw);
+// T = float or double (instantiated in direct_avx512.cpp)
+template <class T>
+void correlate_valid_avx512(const T* in, std::int64_t in_stride, T* out, std::int64_t out_stride,
+                            std::int64_t orows, std::int64_t ocols, const T* k, std::int64_t kh,
+                            std::int64_t kw);
 }  // namespace tc

@@ -1,4 +1,4 @@
-// AVX-512 `direct` (fp32 and fp64); call only when cpu_use_avx512_direct(). A tile of R = 4 output
+// AVX-512 `direct` (fp32 and fp64); direct.cpp calls it only on CPUs with AVX-512. A tile of R = 4 output
 // rows x C = 6 vectors of columns (24 of the 32 ZMM registers) stays in registers while the
 // kh + 3 input rows under it stream past: each vector loaded from an input row feeds the R output
 // rows it touches (kernel rows u, u-1, u-2, u-3, broadcast once per tap), so 6 loads and 4
@@ -9,6 +9,11 @@
 #include "direct_avx2.hpp"
 
 #include "cpu_features.hpp"
+
+// the two instantiations the header promises, in either branch below
+#define TC_INSTANTIATE(T)                                                                    \
+  template void correlate_valid_avx512(const T*, std::int64_t, T*, std::int64_t, std::int64_t, \
+                                       std::int64_t, const T*, std::int64_t, std::int64_t);
 #if TC_X86
 #include <immintrin.h>
 
@@ -32,33 +37,44 @@
 namespace tc {
 namespace {
 
-template <class T>
-struct Z;
-template <>
-struct Z<float> {
+// 64-byte vectors of float (16) or double (8)
+template <bool F32>
+struct ZTypes {
   using R = __m512;
   using M = __mmask16;
-  static constexpr int n = 16;
-  static TC_INLINE R zero() { return _mm512_setzero_ps(); }
-  static TC_INLINE R load(const float* p) { return _mm512_loadu_ps(p); }
-  static TC_INLINE R load(const float* p, M m) { return _mm512_maskz_loadu_ps(m, p); }
-  static TC_INLINE R bcast(const float* p) { return _mm512_set1_ps(*p); }
-  static TC_INLINE R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
-  static TC_INLINE void store(float* p, R v) { _mm512_storeu_ps(p, v); }
-  static TC_INLINE void store(float* p, R v, M m) { _mm512_mask_storeu_ps(p, m, v); }
 };
 template <>
-struct Z<double> {
+struct ZTypes<false> {
   using R = __m512d;
   using M = __mmask8;
-  static constexpr int n = 8;
-  static TC_INLINE R zero() { return _mm512_setzero_pd(); }
-  static TC_INLINE R load(const double* p) { return _mm512_loadu_pd(p); }
-  static TC_INLINE R load(const double* p, M m) { return _mm512_maskz_loadu_pd(m, p); }
-  static TC_INLINE R bcast(const double* p) { return _mm512_set1_pd(*p); }
-  static TC_INLINE R fma(R a, R b, R c) { return _mm512_fmadd_pd(a, b, c); }
-  static TC_INLINE void store(double* p, R v) { _mm512_storeu_pd(p, v); }
-  static TC_INLINE void store(double* p, R v, M m) { _mm512_mask_storeu_pd(p, m, v); }
+};
+template <class T>
+struct Z {
+  static constexpr bool f32 = sizeof(T) == 4;
+  using R = typename ZTypes<f32>::R;
+  using M = typename ZTypes<f32>::M;
+  static constexpr int n = 64 / sizeof(T);
+  static TC_INLINE R zero() {
+    if constexpr (f32) return _mm512_setzero_ps(); else return _mm512_setzero_pd();
+  }
+  static TC_INLINE R load(const T* p) {
+    if constexpr (f32) return _mm512_loadu_ps(p); else return _mm512_loadu_pd(p);
+  }
+  static TC_INLINE R load(const T* p, M m) {
+    if constexpr (f32) return _mm512_maskz_loadu_ps(m, p); else return _mm512_maskz_loadu_pd(m, p);
+  }
+  static TC_INLINE R bcast(const T* p) {
+    if constexpr (f32) return _mm512_set1_ps(*p); else return _mm512_set1_pd(*p);
+  }
+  static TC_INLINE R fma(R a, R b, R c) {
+    if constexpr (f32) return _mm512_fmadd_ps(a, b, c); else return _mm512_fmadd_pd(a, b, c);
+  }
+  static TC_INLINE void store(T* p, R v) {
+    if constexpr (f32) _mm512_storeu_ps(p, v); else _mm512_storeu_pd(p, v);
+  }
+  static TC_INLINE void store(T* p, R v, M m) {
+    if constexpr (f32) _mm512_mask_storeu_ps(p, m, v); else _mm512_mask_storeu_pd(p, m, v);
+  }
 };
 
 constexpr int kRows = 4, kCols = 6;
@@ -169,16 +185,14 @@ void run(const T* in, std::int64_t is, T* out, std::int64_t os, std::int64_t oro
 
 }  // namespace
 
-void correlate_valid_avx512(const float* in, std::int64_t in_stride, float* out,
-                            std::int64_t out_stride, std::int64_t orows, std::int64_t ocols,
-                            const float* k, std::int64_t kh, std::int64_t kw) {
+template <class T>
+void correlate_valid_avx512(const T* in, std::int64_t in_stride, T* out, std::int64_t out_stride,
+                            std::int64_t orows, std::int64_t ocols, const T* k, std::int64_t kh,
+                            std::int64_t kw) {
   run(in, in_stride, out, out_stride, orows, ocols, k, kh, kw);
 }
-void correlate_valid_avx512(const double* in, std::int64_t in_stride, double* out,
-                            std::int64_t out_stride, std::int64_t orows, std::int64_t ocols,
-                            const double* k, std::int64_t kh, std::int64_t kw) {
-  run(in, in_stride, out, out_stride, orows, ocols, k, kh, kw);
-}
+TC_INSTANTIATE(float)
+TC_INSTANTIATE(double)
 
 }  // namespace tc
 
@@ -188,11 +202,13 @@ void correlate_valid_avx512(const double* in, std::int64_t in_stride, double* ou
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 #endif
-#else  // not x86: never called (cpu_use_avx512_direct() is false)
+#else  // not x86: never called (direct.cpp's use_avx512() is false)
 namespace tc {
-void correlate_valid_avx512(const float*, std::int64_t, float*, std::int64_t, std::int64_t,
-                            std::int64_t, const float*, std::int64_t, std::int64_t) {}
-void correlate_valid_avx512(const double*, std::int64_t, double*, std::int64_t, std::int64_t,
-                            std::int64_t, const double*, std::int64_t, std::int64_t) {}
+template <class T>
+void correlate_valid_avx512(const T*, std::int64_t, T*, std::int64_t, std::int64_t, std::int64_t,
+                            const T*, std::int64_t, std::int64_t) {}
+TC_INSTANTIATE(float)
+TC_INSTANTIATE(double)
 }  // namespace tc
 #endif  // TC_X86
+#undef TC_INSTANTIATE

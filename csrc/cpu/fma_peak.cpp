@@ -9,95 +9,63 @@
 #include "../core/types.hpp"
 #include "cpu_features.hpp"
 #include "fma_peak.hpp"
-#if TC_X86
-#include <immintrin.h>
-#endif
 
 namespace tc {
 namespace {
 
-// Independent chains >= FMA latency x pipes (4 x 2 on Zen 4 and recent Intel), within the
-// register file: 16 of AVX-512's 32 registers, 12 of AVX2's 16 (with the two constants).
-constexpr int kChains = 16, kChains256 = 12;
+// GCC/Clang vector types: a * m + s contracts to one FMA per vector in the callers' targets.
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef double f64x8 __attribute__((vector_size(64)));
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef double f64x4 __attribute__((vector_size(32)));
+
+// Chains independent FMA chains (>= latency x pipes: 4 x 2 on Zen 4 and recent Intel, within
+// the register file) of vector type V over `iters` steps; returns lane-FMAs done.
+template <class V, class T, int Chains>
+inline __attribute__((always_inline)) std::int64_t chains(std::int64_t iters, double* sink) {
+  constexpr int lanes = sizeof(V) / sizeof(T);
+  V a[Chains];
+  for (int c = 0; c < Chains; ++c)
+    for (int l = 0; l < lanes; ++l) a[c][l] = T(c + l) * T(1e-3);
+  const T m = T(0.999999), s = T(1e-7);
+  for (std::int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int c = 0; c < Chains; ++c) a[c] = a[c] * m + s;
+  }
+  double t = 0;
+  for (int c = 0; c < Chains; ++c)
+    for (int l = 0; l < lanes; ++l) t += a[c][l];
+  *sink = t;
+  return iters * Chains * lanes;
+}
 
 template <class T>
-std::int64_t scalar_loop(std::int64_t iters, T* sink) {
-  T a[kChains];
-  for (int c = 0; c < kChains; ++c) a[c] = T(c) * T(1e-3);
-  const T m = T(0.999999), s = T(1e-7);
+std::int64_t scalar_loop(std::int64_t iters, double* sink) {  // CPUs without AVX2
+  T a[8];
+  for (int c = 0; c < 8; ++c) a[c] = T(c) * T(1e-3);
   for (std::int64_t i = 0; i < iters; ++i)
-    for (int c = 0; c < kChains; ++c) a[c] = a[c] * m + s;
-  T t = 0;
-  for (int c = 0; c < kChains; ++c) t += a[c];
-  *sink = t;
-  return iters * kChains;  // lane-FMAs
+    for (int c = 0; c < 8; ++c) a[c] = a[c] * T(0.999999) + T(1e-7);
+  *sink = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+  return iters * 8;
 }
 
 #if TC_X86
+// 16 chains of AVX-512's 32 registers; 12 of AVX2's 16 (two more hold the constants)
 template <class T>
 __attribute__((target("avx2,fma,avx512f"))) std::int64_t avx512_loop(std::int64_t iters,
-                                                                       T* sink) {
-  constexpr bool f32 = sizeof(T) == 4;
-  __m512 a[kChains];
-  __m512d d[kChains];
-  for (int c = 0; c < kChains; ++c) {
-    a[c] = _mm512_set1_ps(float(c) * 1e-3f);
-    d[c] = _mm512_set1_pd(double(c) * 1e-3);
-  }
-  const __m512 m = _mm512_set1_ps(0.999999f), s = _mm512_set1_ps(1e-7f);
-  const __m512d md = _mm512_set1_pd(0.999999), sd = _mm512_set1_pd(1e-7);
-  for (std::int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 16
-    for (int c = 0; c < kChains; ++c) {
-      if constexpr (f32)
-        a[c] = _mm512_fmadd_ps(a[c], m, s);
-      else
-        d[c] = _mm512_fmadd_pd(d[c], md, sd);
-    }
-  }
-  T t = 0;
-  for (int c = 0; c < kChains; ++c)
-    t += f32 ? T(_mm512_reduce_add_ps(a[c])) : T(_mm512_reduce_add_pd(d[c]));
-  *sink = t;
-  return iters * kChains * (64 / static_cast<std::int64_t>(sizeof(T)));
+                                                                       double* sink) {
+  if constexpr (sizeof(T) == 4) return chains<f32x16, float, 16>(iters, sink);
+  return chains<f64x8, double, 16>(iters, sink);
 }
-
 template <class T>
-__attribute__((target("avx2,fma"))) std::int64_t avx2_loop(std::int64_t iters, T* sink) {
-  constexpr bool f32 = sizeof(T) == 4;
-  __m256 a[kChains256];
-  __m256d d[kChains256];
-  for (int c = 0; c < kChains256; ++c) {
-    a[c] = _mm256_set1_ps(float(c) * 1e-3f);
-    d[c] = _mm256_set1_pd(double(c) * 1e-3);
-  }
-  const __m256 m = _mm256_set1_ps(0.999999f), s = _mm256_set1_ps(1e-7f);
-  const __m256d md = _mm256_set1_pd(0.999999), sd = _mm256_set1_pd(1e-7);
-  for (std::int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 16
-    for (int c = 0; c < kChains256; ++c) {
-      if constexpr (f32)
-        a[c] = _mm256_fmadd_ps(a[c], m, s);
-      else
-        d[c] = _mm256_fmadd_pd(d[c], md, sd);
-    }
-  }
-  alignas(32) T lanes[32 / sizeof(T)];
-  T t = 0;
-  for (int c = 0; c < kChains256; ++c) {
-    if constexpr (f32)
-      _mm256_store_ps(reinterpret_cast<float*>(lanes), a[c]);
-    else
-      _mm256_store_pd(reinterpret_cast<double*>(lanes), d[c]);
-    for (T v : lanes) t += v;
-  }
-  *sink = t;
-  return iters * kChains256 * (32 / static_cast<std::int64_t>(sizeof(T)));
+__attribute__((target("avx2,fma"))) std::int64_t avx2_loop(std::int64_t iters, double* sink) {
+  if constexpr (sizeof(T) == 4) return chains<f32x8, float, 12>(iters, sink);
+  return chains<f64x4, double, 12>(iters, sink);
 }
 #endif
 
 template <class T>
-std::int64_t loop(const std::string& isa, std::int64_t iters, T* sink) {
+std::int64_t loop(const std::string& isa, std::int64_t iters, double* sink) {
 #if TC_X86
   if (isa == "avx512") return avx512_loop<T>(iters, sink);
   if (isa == "avx2") return avx2_loop<T>(iters, sink);
@@ -126,12 +94,7 @@ double fma_peak_gflops(bool fp64, int threads, double seconds, const std::string
   std::int64_t iters = 1 << 16;
   for (;;) {
     const auto t0 = Clock::now();
-    fp64 ? loop<double>(isa, iters, &sink) : [&] {
-      float s = 0;
-      auto r = loop<float>(isa, iters, &s);
-      sink += s;
-      return r;
-    }();
+    fp64 ? loop<double>(isa, iters, &sink) : loop<float>(isa, iters, &sink);
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     if (dt > 0.02) {
       iters = static_cast<std::int64_t>(iters * seconds / dt) + 1;
@@ -145,13 +108,7 @@ double fma_peak_gflops(bool fp64, int threads, double seconds, const std::string
   const auto t0 = Clock::now();
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      if (fp64) {
-        lanes[t] = loop<double>(isa, iters, &sinks[t]);
-      } else {
-        float s = 0;
-        lanes[t] = loop<float>(isa, iters, &s);
-        sinks[t] = s;
-      }
+      lanes[t] = fp64 ? loop<double>(isa, iters, &sinks[t]) : loop<float>(isa, iters, &sinks[t]);
     });
   for (auto& th : pool) th.join();
   const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
