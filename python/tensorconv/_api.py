@@ -142,7 +142,8 @@ def choose_method(precision: str, on_device: bool, macs: float = 0.0,
     cpu = [m.name for m in rows if m.device == "cpu"]
     if gpu:  # the ranking needs an SVD of the kernel: skip it where no GPU method can run
         gpu = [n for n in _gpu_preference(precision, kernel) if n in gpu] + gpu
-    cpu = [n for n in _cpu_preference(precision, kernel, image_shape) if n in cpu] + cpu
+    if cpu and not on_device:
+        cpu = [n for n in _cpu_preference(precision, kernel, image_shape) if n in cpu] + cpu
     if on_device:
         order = gpu
     else:
