@@ -40,6 +40,22 @@ def float_method_params():
     return params
 
 
+def pytest_configure(config):
+    # markers on scipy's own test classes, which tests/test_scipy_signal.py runs against us
+    for line in ("skip_xp_backends(*backends, reason=None, np_only=False, cpu_only=False, "
+                 "eager_only=False, exceptions=None): scipy's array-API skip marker",
+                 "xfail_xp_backends(*backends, reason=None, np_only=False, cpu_only=False, "
+                 "eager_only=False, exceptions=None): scipy's array-API xfail marker",
+                 "xfail_on_32bit(reason): scipy's marker for 32-bit platforms",
+                 "array_api_backends: scipy's marker for tests over array-API backends",
+                 "thread_unsafe: scipy's marker for single-threaded tests",
+                 "parallel_threads_limit(n): scipy's marker for parallel test runs",
+                 "iterations(n): scipy's marker for repeated test runs",
+                 "timeout(seconds): scipy's per-test timeout marker",
+                 "fail_slow(duration): scipy's slow-test failure marker"):
+        config.addinivalue_line("markers", line)
+
+
 def pytest_collection_modifyitems(config, items):
     if tc.cuda_available():
         return

@@ -1,5 +1,7 @@
 #include "registry.hpp"
 
+#include <algorithm>
+
 #include "factories.hpp"
 
 namespace tc {
@@ -116,6 +118,15 @@ std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r)
     throw ValueError("image (" + std::to_string(r.ih) + "x" + std::to_string(r.iw) +
                      ") must be at least as large as the kernel (" + std::to_string(r.kh) + "x" +
                      std::to_string(r.kw) + ") for a valid correlation");
+  // Shapes no memory holds: refuse them before a method's size arithmetic (workspaces are
+  // products of the image, kernel and tile sizes, in size_t) can wrap around.
+  const double elems = static_cast<double>(r.ih) * static_cast<double>(r.iw);
+  const double widest = static_cast<double>(std::max(r.kh, r.kw));
+  if (elems > 0x1p48 || elems * widest * 8.0 > 0x1p62)
+    throw ValueError("image (" + std::to_string(r.ih) + "x" + std::to_string(r.iw) + ") with a " +
+                     std::to_string(r.kh) + "x" + std::to_string(r.kw) +
+                     " kernel is larger than any memory holds (limits: 2^48 image elements, "
+                     "2^62 bytes of image x kernel width)");
   return m.factory(r);
 }
 
