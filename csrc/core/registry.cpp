@@ -42,7 +42,9 @@ const std::vector<MethodInfo>& registry() {
       {"fft", Device::cuda, {P::fp16, P::fp16fp32, P::fp32, P::fp64}, 60,
        TC_CUDA_FACTORY(make_fft_plan),
        "cuFFT R2C/C2R product of spectra, fast transform sizes, kernel spectrum once per plan; "
-       "fp16 via cufftXt half (power-of-two sizes), fp16fp32 transforms in fp32"},
+       "fp16 via cufftXt half (power-of-two sizes), fp16fp32 transforms in fp32; complex data "
+       "by C2C transforms",
+       nullptr, nullptr, /*complex_native=*/true},
       // im2tensor (Seznec et al. 2022), csrc/cuda/im2tensor/. sm_80: bf16, tf32 and DMMA WMMA.
       {"im2tensor", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
        TC_CUDA_FACTORY(make_im2tensor_plan),
@@ -114,6 +116,10 @@ std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r)
   std::string why = unavailable_reason(m);
   if (!why.empty()) throw ValueError("method '" + method + "' is unavailable: " + why);
   if (!r.kernel || r.kh < 1 || r.kw < 1) throw ValueError("kernel must be non-empty");
+  if (r.complex_data && !m.complex_native)
+    throw ValueError("method '" + method + "' takes complex data only as real parts (tensorconv's "
+                     "Plan decomposes it); it has no complex plan");
+  if (r.complex_data) complex_storage_dtype(r.precision);  // ValueError unless fp32 / fp64
   if (r.ih < r.kh || r.iw < r.kw)
     throw ValueError("image (" + std::to_string(r.ih) + "x" + std::to_string(r.iw) +
                      ") must be at least as large as the kernel (" + std::to_string(r.kh) + "x" +
@@ -131,7 +137,7 @@ std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r)
 }
 
 void Plan::execute(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) {
-  const DType want = storage_dtype(precision_);
+  const DType want = complex_ ? complex_storage_dtype(precision_) : storage_dtype(precision_);
   auto shape = [](std::int64_t a, std::int64_t b) {
     return "(" + std::to_string(a) + ", " + std::to_string(b) + ")";
   };

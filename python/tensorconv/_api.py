@@ -15,6 +15,7 @@ from .methods import methods as _methods
 PRECISIONS = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
 _STORAGE = {"fp16": "float16", "fp16fp32": "float16", "bf16": "float32", "tf32": "float32",
             "fp32": "float32", "fp64": "float64"}
+_COMPLEX_STORAGE = {"fp32": "complex64", "fp64": "complex128"}
 _MODES = ("full", "valid", "same")
 _BOUNDARIES = {"fill": "fill", "pad": "fill", "wrap": "wrap", "circular": "wrap",
                "symm": "symm", "symmetric": "symm"}
@@ -211,6 +212,8 @@ class Plan:
     the effective kernel E = conj(K) (correlation) or flip(K) (convolution) and image a + ib,
     out = (a*Er - b*Ei) + i(a*Ei + b*Er): four real products (two for a real kernel or image),
     never Gauss's three-product form, whose (a+b)*(Er+Ei) term cancels and loses accuracy.
+    Methods whose registry row says complex_native (fft: C2C transforms) take the interleaved
+    complex image themselves, in one plan made at the first complex call.
     """
 
     def __init__(self, kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0,
@@ -254,11 +257,15 @@ class Plan:
             method = choose_method(self.precision, on_device,
                                    float(ph - kh + 1) * (pw - kw + 1) * kh * kw, k64)
         self.method = method
-        self._device = {m.name: m.device for m in _methods()}.get(method)
+        info = {m.name: m for m in _methods()}.get(method)
+        self._device = info.device if info else None
+        self._native = bool(info and info.complex_native)
         self._plan = _core.make_plan(method, k64, ph, pw, self.precision)
-        # the imaginary part's plan; none where it is zero (a real kernel in a complex type)
+        self._k64, self._ki64, self._padded = k64, ki64, (ph, pw)
+        self._plan_c = None  # the method's own complex plan, made at the first complex call
+        # the imaginary part's plan (for methods without a complex plan); none where it is zero
         self._plan_i = (_core.make_plan(method, ki64, ph, pw, self.precision)
-                        if ki64 is not None and ki64.any() else None)
+                        if ki64 is not None and ki64.any() and not self._native else None)
         self.kernel_shape = (kh, kw)
         self.out_shape = tuple(self._plan.out_shape)
 
@@ -271,7 +278,7 @@ class Plan:
     @property
     def workspace_bytes(self) -> int:
         """Extra memory the method holds or needs beyond input and output."""
-        extra = self._plan_i.workspace_bytes if self._plan_i is not None else 0
+        extra = sum(p.workspace_bytes for p in (self._plan_i, self._plan_c) if p is not None)
         return int(self._plan.workspace_bytes) + int(extra)
 
     def __repr__(self):
@@ -279,16 +286,25 @@ class Plan:
                 f"kernel={self.kernel_shape}, image={self.image_shape}, mode={self.mode!r}, "
                 f"boundary={self.boundary!r})")
 
-    def _real(self, b, plan, image, fill):
-        """One valid correlation of a real image (any dtype) with one real kernel plan."""
-        x = b.pad(b.to_storage(image, self.storage), self.pads, self.boundary, fill)
+    def _real(self, b, plan, image, fill, storage=None):
+        """One valid correlation of an image (any dtype; complex with `storage` complex) with one
+        core plan."""
+        storage = storage or self.storage
+        x = b.pad(b.to_storage(image, storage), self.pads, self.boundary, fill)
         if b.row_stride(x) != x.shape[1]:
-            x = b.to_storage(x, self.storage)
-        out = b.empty(self.out_shape, self.storage, like=x)
+            x = b.to_storage(x, storage)
+        out = b.empty(self.out_shape, storage, like=x)
         plan.run(b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
-                 out.shape[0], out.shape[1], b.row_stride(out), self.storage, b.on_device,
+                 out.shape[0], out.shape[1], b.row_stride(out), storage, b.on_device,
                  b.stream(x))
         return out
+
+    def _complex_native(self, b, image, fill):
+        if self._plan_c is None:
+            self._plan_c = _core.make_plan(self.method, self._k64, *self._padded, self.precision,
+                                           kernel_imag=self._ki64, complex_data=True)
+        return self._real(b, self._plan_c, image, complex(fill),
+                          _COMPLEX_STORAGE[self.precision])
 
     def __call__(self, image):
         b = backend_of(image)
@@ -305,6 +321,8 @@ class Plan:
         if not (complex_image or self.complex_kernel):
             return self._real(b, self._plan, image, fill)
         self._check_complex_precision("image" if complex_image else "kernel")
+        if self._native:
+            return self._complex_native(b, image, fill)
         fr, fi = complex(fill).real, complex(fill).imag
         pi = self._plan_i
         if complex_image:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-_NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+_NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
+              "complex64": np.complex64, "complex128": np.complex128}
 
 
 def boundary_indices(n: int, before: int, after: int, boundary: str) -> np.ndarray:
@@ -146,7 +147,8 @@ class TorchBackend:
 
     def __init__(self, torch):
         self.torch = torch
-        self._dt = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64}
+        self._dt = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64,
+                    "complex64": torch.complex64, "complex128": torch.complex128}
 
     def asarray(self, x):
         return x
