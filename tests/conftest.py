@@ -40,6 +40,31 @@ def float_method_params():
     return params
 
 
+def pytest_configure(config):
+    """Register the markers of scipy's own test classes, which tests/test_scipy_signal.py runs
+    against tensorconv (--strict-markers would refuse them): every `mark.<name>` scipy's test
+    module, conftest and array-API helpers use, whatever the installed scipy's version."""
+    import re
+    from importlib.util import find_spec
+
+    known = {"parametrize", "skip", "skipif", "xfail", "usefixtures", "filterwarnings"}
+    names = set()
+    for mod in ("scipy.signal.tests.test_signaltools", "scipy.conftest", "scipy._lib._array_api",
+                "scipy._lib._testutils", "scipy._lib.array_api_extra.testing"):
+        try:
+            spec = find_spec(mod)
+        except (ImportError, ValueError):
+            continue
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            continue
+        text = Path(spec.origin).read_text()
+        names |= set(re.findall(r"\bmark\.([A-Za-z_]\w*)", text))
+        # scipy's conftest registers its own: config.addinivalue_line("markers", "name...")
+        names |= set(re.findall(r"\"markers\",\s*\(?\s*[\"']([A-Za-z_]\w*)", text))
+    for name in sorted(names - known):
+        config.addinivalue_line("markers", f"{name}: a marker of scipy's own tests")
+
+
 def pytest_collection_modifyitems(config, items):
     if tc.cuda_available():
         return

@@ -63,9 +63,16 @@ def test_integer_and_bool_inputs_are_promoted(dtype):
         info = np.iinfo(dtype)
         a = rng.integers(info.min, info.max, (12, 14), endpoint=True).astype(dtype)
         k = rng.integers(info.min, info.max, (3, 3), endpoint=True).astype(dtype)
-    got = tc.correlate2d(a, k)
-    assert got.dtype == np.float64  # never wrapped around in the input type
-    np.testing.assert_allclose(got, ref("correlate2d", a, k), rtol=1e-12)
+    wide = tc.correlate2d(a, k, dtype=np.float64)  # never wrapped around
+    np.testing.assert_allclose(wide, ref("correlate2d", a, k), rtol=1e-12)
+    got = tc.correlate2d(a, k)  # scipy's dtype, wrapped as scipy wraps (bool: NumPy's rule)
+    if dtype == np.bool_:
+        assert got.dtype == np.bool_
+        np.testing.assert_array_equal(got, wide != 0)
+    else:
+        want = scipy.signal.correlate2d(a, k)
+        assert got.dtype == want.dtype == dtype
+        np.testing.assert_array_equal(got, want)
 
 
 def test_precision_defaults_and_output_dtypes():

@@ -319,8 +319,9 @@ def test_bad_inputs():
     p = tc.plan(np.ones((3, 3)), (20, 20), mode="valid", method="naive_shmem", precision="fp32")
     with pytest.raises(ValueError, match="shape"):
         p(np.ones((21, 20)))
-    with pytest.raises(TypeError, match="complex"):
-        tc.correlate2d(np.ones((8, 8), complex), np.ones((3, 3)), method="naive")
+    with pytest.raises(ValueError, match="complex image needs precision fp32 or fp64"):
+        tc.correlate2d(np.ones((8, 8), complex), np.ones((3, 3)), method="naive",
+                       precision="bf16")
     with pytest.raises(ValueError, match="does not support precision 'bf16'"):
         tc.correlate2d(np.ones((8, 8)), np.ones((3, 3)), method="fft", precision="bf16")
     with pytest.raises(ValueError, match="2-D"):

@@ -17,6 +17,8 @@ DType parse_dtype(const std::string& s) {
   if (s == "float16") return DType::f16;
   if (s == "float32") return DType::f32;
   if (s == "float64") return DType::f64;
+  if (s == "complex64") return DType::c64;
+  if (s == "complex128") return DType::c128;
   throw TypeError("unsupported storage dtype '" + s + "'");
 }
 
@@ -72,7 +74,8 @@ PYBIND11_MODULE(_core, m) {
       rows.append(py::make_tuple(info.name, device_name(info.device), py::tuple(precs),
                                  why.empty(), why, info.summary,
                                  info.entry_point ? info.entry_point : "correlate2d",
-                                 info.note ? info.note() : std::string()));
+                                 info.note ? info.note() : std::string(),
+                                 info.complex_native));
     }
     return rows;
   });
@@ -153,10 +156,20 @@ PYBIND11_MODULE(_core, m) {
       "make_plan",
       [](const std::string& method,
          py::array_t<double, py::array::c_style | py::array::forcecast> kernel, std::int64_t ih,
-         std::int64_t iw, const std::string& precision) {
+         std::int64_t iw, const std::string& precision, py::object kernel_imag,
+         bool complex_data) {
         if (kernel.ndim() != 2) throw ValueError("kernel must be 2-D");
         PlanRequest r;
         r.kernel = kernel.data();
+        py::array_t<double, py::array::c_style | py::array::forcecast> ki;
+        if (!kernel_imag.is_none()) {
+          ki = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(kernel_imag);
+          if (!ki || ki.ndim() != 2 || ki.shape(0) != kernel.shape(0) ||
+              ki.shape(1) != kernel.shape(1))
+            throw ValueError("kernel_imag must be a 2-D array of the kernel's shape");
+          r.kernel_imag = ki.data();
+        }
+        r.complex_data = complex_data;
         r.kh = kernel.shape(0);
         r.kw = kernel.shape(1);
         r.ih = ih;
@@ -165,5 +178,5 @@ PYBIND11_MODULE(_core, m) {
         return make_plan(method, r);
       },
       py::arg("method"), py::arg("kernel"), py::arg("image_rows"), py::arg("image_cols"),
-      py::arg("precision"));
+      py::arg("precision"), py::arg("kernel_imag") = py::none(), py::arg("complex_data") = false);
 }

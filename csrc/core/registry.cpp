@@ -1,5 +1,7 @@
 #include "registry.hpp"
 
+#include <algorithm>
+
 #include "factories.hpp"
 
 namespace tc {
@@ -44,7 +46,9 @@ const std::vector<MethodInfo>& registry() {
       {"fft", Device::cuda, {P::fp16, P::fp16fp32, P::fp32, P::fp64}, 60,
        TC_CUDA_FACTORY(make_fft_plan),
        "cuFFT R2C/C2R product of spectra, fast transform sizes, kernel spectrum once per plan; "
-       "fp16 via cufftXt half (power-of-two sizes), fp16fp32 transforms in fp32"},
+       "fp16 via cufftXt half (power-of-two sizes), fp16fp32 transforms in fp32; complex data "
+       "by C2C transforms",
+       nullptr, nullptr, /*complex_native=*/true},
       // im2tensor (Seznec et al. 2022), csrc/cuda/im2tensor/. sm_80: bf16, tf32 and DMMA WMMA.
       {"im2tensor", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
        TC_CUDA_FACTORY(make_im2tensor_plan),
@@ -116,15 +120,28 @@ std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r)
   std::string why = unavailable_reason(m);
   if (!why.empty()) throw ValueError("method '" + method + "' is unavailable: " + why);
   if (!r.kernel || r.kh < 1 || r.kw < 1) throw ValueError("kernel must be non-empty");
+  if (r.complex_data && !m.complex_native)
+    throw ValueError("method '" + method + "' takes complex data only as real parts (tensorconv's "
+                     "Plan decomposes it); it has no complex plan");
+  if (r.complex_data) complex_storage_dtype(r.precision);  // ValueError unless fp32 / fp64
   if (r.ih < r.kh || r.iw < r.kw)
     throw ValueError("image (" + std::to_string(r.ih) + "x" + std::to_string(r.iw) +
                      ") must be at least as large as the kernel (" + std::to_string(r.kh) + "x" +
                      std::to_string(r.kw) + ") for a valid correlation");
+  // Shapes no memory holds: refuse them before a method's size arithmetic (workspaces are
+  // products of the image, kernel and tile sizes, in size_t) can wrap around.
+  const double elems = static_cast<double>(r.ih) * static_cast<double>(r.iw);
+  const double widest = static_cast<double>(std::max(r.kh, r.kw));
+  if (elems > 0x1p48 || elems * widest * 8.0 > 0x1p62)
+    throw ValueError("image (" + std::to_string(r.ih) + "x" + std::to_string(r.iw) + ") with a " +
+                     std::to_string(r.kh) + "x" + std::to_string(r.kw) +
+                     " kernel is larger than any memory holds (limits: 2^48 image elements, "
+                     "2^62 bytes of image x kernel width)");
   return m.factory(r);
 }
 
 void Plan::execute(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) {
-  const DType want = storage_dtype(precision_);
+  const DType want = complex_ ? complex_storage_dtype(precision_) : storage_dtype(precision_);
   auto shape = [](std::int64_t a, std::int64_t b) {
     return "(" + std::to_string(a) + ", " + std::to_string(b) + ")";
   };

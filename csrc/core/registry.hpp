@@ -12,11 +12,15 @@ namespace tc {
 
 // What a factory gets: the kernel (host, float64, row-major, kh x kw, already cast by the caller)
 // and the shape of the (already padded) image the plan will run on.
+// complex_data: the plan runs on interleaved complex images (complex_storage_dtype), for methods
+// whose row says complex_native; kernel_imag is then the kernel's imaginary part (nullptr: 0).
 struct PlanRequest {
   const double* kernel = nullptr;
+  const double* kernel_imag = nullptr;
   std::int64_t kh = 0, kw = 0;
   std::int64_t ih = 0, iw = 0;
   Precision precision = Precision::fp64;
+  bool complex_data = false;
 };
 
 // Prepared kernel state (+ device workspace) for one kernel, image shape and precision.
@@ -24,7 +28,8 @@ struct PlanRequest {
 class Plan {
  public:
   explicit Plan(const PlanRequest& r)
-      : kh_(r.kh), kw_(r.kw), ih_(r.ih), iw_(r.iw), precision_(r.precision) {}
+      : kh_(r.kh), kw_(r.kw), ih_(r.ih), iw_(r.iw), precision_(r.precision),
+        complex_(r.complex_data) {}
   virtual ~Plan() = default;
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -38,11 +43,13 @@ class Plan {
   std::int64_t out_rows() const { return ih_ - kh_ + 1; }
   std::int64_t out_cols() const { return iw_ - kw_ + 1; }
   Precision precision() const { return precision_; }
+  bool complex_data() const { return complex_; }
 
  protected:
   virtual void run(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) = 0;
   std::int64_t kh_, kw_, ih_, iw_;
   Precision precision_;
+  bool complex_;
 };
 
 using PlanFactory = std::unique_ptr<Plan> (*)(const PlanRequest&);
@@ -59,6 +66,9 @@ struct MethodInfo {
   const char* entry_point = nullptr;
   // A run-time note for methods(): which code path runs here and why (never an error).
   std::string (*note)() = nullptr;
+  // Takes interleaved complex data itself (PlanRequest::complex_data); other methods get complex
+  // data from Python as real correlations of the parts.
+  bool complex_native = false;
 };
 
 const std::vector<MethodInfo>& registry();

@@ -25,8 +25,33 @@ DType storage_dtype(Precision p) {
   return DType::f64;
 }
 
-std::size_t dtype_size(DType d) { return d == DType::f16 ? 2 : d == DType::f32 ? 4 : 8; }
-const char* dtype_name(DType d) { return d == DType::f16 ? "float16" : d == DType::f32 ? "float32" : "float64"; }
+DType complex_storage_dtype(Precision p) {
+  if (p == Precision::fp32) return DType::c64;
+  if (p == Precision::fp64) return DType::c128;
+  throw ValueError(std::string("complex data needs precision fp32 or fp64, got ") +
+                   precision_name(p));
+}
+
+std::size_t dtype_size(DType d) {
+  switch (d) {
+    case DType::f16: return 2;
+    case DType::f32: return 4;
+    case DType::f64:
+    case DType::c64: return 8;
+    case DType::c128: return 16;
+  }
+  return 8;
+}
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::f16: return "float16";
+    case DType::f32: return "float32";
+    case DType::f64: return "float64";
+    case DType::c64: return "complex64";
+    case DType::c128: return "complex128";
+  }
+  return "?";
+}
 const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
 
 }  // namespace tc

@@ -9,13 +9,15 @@ namespace tc {
 
 // Names and semantics: docs/ARCHITECTURE.md "Precisions".
 enum class Precision : int { fp16, fp16fp32, bf16, tf32, fp32, fp64 };
-// What crosses the Python boundary. bf16 and tf32 travel as f32 and are rounded on the device.
-enum class DType : int { f16, f32, f64 };
+// What crosses the Python boundary. bf16 and tf32 travel as f32 and are rounded on the device;
+// complex data (methods that take it natively) travels interleaved as c64 (fp32) or c128 (fp64).
+enum class DType : int { f16, f32, f64, c64, c128 };
 enum class Device : int { cpu, cuda };
 
 const char* precision_name(Precision p);
 Precision parse_precision(const std::string& name);  // ValueError listing the valid names
 DType storage_dtype(Precision p);
+DType complex_storage_dtype(Precision p);  // c64 for fp32, c128 for fp64; ValueError otherwise
 std::size_t dtype_size(DType d);
 const char* dtype_name(DType d);
 const char* device_name(Device d);

@@ -32,7 +32,8 @@ class Plan:
     precision: str
     mode: str
     boundary: str
-    fillvalue: float
+    fillvalue: float | complex
+    complex_kernel: bool
     image_shape: Tuple[int, int]
     kernel_shape: Tuple[int, int]
     out_shape: Tuple[int, int]
@@ -41,14 +42,16 @@ class Plan:
     def __call__(self, image: Any) -> Any: ...
 
 def plan(kernel: Any, image_shape: Sequence[int], *, mode: Mode = ..., boundary: Boundary = ...,
-         fillvalue: float = ..., method: str = ..., precision: Optional[Precision] = ...,
+         fillvalue: complex | npt.ArrayLike = ..., method: str = ..., precision: Optional[Precision] = ...,
          convolve: bool = ..., device: Optional[Literal["cpu", "cuda"]] = ...) -> Plan: ...
 def correlate2d(in1: Any, in2: Any, mode: Mode = ..., boundary: Boundary = ...,
-                fillvalue: float = ..., *, method: str = ...,
-                precision: Optional[Precision] = ...) -> Any: ...
+                fillvalue: complex | npt.ArrayLike = ..., *, method: str = ...,
+                precision: Optional[Precision] = ...,
+                dtype: Optional[npt.DTypeLike] = ...) -> Any: ...
 def convolve2d(in1: Any, in2: Any, mode: Mode = ..., boundary: Boundary = ...,
-               fillvalue: float = ..., *, method: str = ...,
-               precision: Optional[Precision] = ...) -> Any: ...
+               fillvalue: complex | npt.ArrayLike = ..., *, method: str = ...,
+               precision: Optional[Precision] = ...,
+               dtype: Optional[npt.DTypeLike] = ...) -> Any: ...
 def calibrate_cpu(save: bool = ...) -> dict: ...
 def clear_plan_cache() -> None: ...
 def plan_cache_info() -> dict: ...

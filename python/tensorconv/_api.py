@@ -5,7 +5,7 @@ and the three boundaries are padding plus one valid call (im2tensor paper, secti
 from __future__ import annotations
 
 import functools
-import numbers
+import operator
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from .methods import methods as _methods
 PRECISIONS = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
 _STORAGE = {"fp16": "float16", "fp16fp32": "float16", "bf16": "float32", "tf32": "float32",
             "fp32": "float32", "fp64": "float64"}
+_COMPLEX_STORAGE = {"fp32": "complex64", "fp64": "complex128"}
 _MODES = ("full", "valid", "same")
 _BOUNDARIES = {"fill": "fill", "pad": "fill", "wrap": "wrap", "circular": "wrap",
                "symm": "symm", "symmetric": "symm"}
@@ -25,24 +26,34 @@ _AUTO_GPU_MIN_MACS = 5e7
 
 @functools.lru_cache(maxsize=256)
 def default_precision(*dtype_strs: str) -> str:
-    """float64 -> fp64, float32 -> fp32, float16 -> fp16fp32; integers, bool and anything wider
-    than float64 -> fp64 (numpy's promotion of the two inputs decides)."""
+    """float64 -> fp64, float32 -> fp32, float16 -> fp16fp32, complex64 -> fp32 (complex
+    arithmetic on float32 parts), complex128 -> fp64; integers, bool and anything wider than
+    float64 -> fp64 (numpy's promotion of the two inputs decides)."""
     dt = np.result_type(*[np.dtype(d) if d != "bfloat16" else np.float32 for d in dtype_strs])
     if dt == np.float16:
         return "fp16fp32"
-    if dt == np.float32:
+    if dt in (np.float32, np.complex64):
         return "fp32"
     return "fp64"
 
 
+# Precisions that take complex data: complex inputs are decomposed into real correlations of
+# the parts in the same precision (see Plan), so only precisions whose real arithmetic keeps a
+# complex result meaningful to its dtype (complex64 / complex128) qualify.
+COMPLEX_PRECISIONS = ("fp32", "fp64")
+
+
+def result_dtype(*dtype_strs: str) -> np.dtype:
+    """The dtype scipy.signal.correlate2d/convolve2d return for inputs of these dtypes: NumPy's
+    promotion of the two (int8 with uint8 -> int16, anything with complex64 -> complex...)."""
+    return np.result_type(*[np.dtype(d) if d != "bfloat16" else np.float32 for d in dtype_strs])
+
+
 def _check_array(x, backend, name: str):
     kind = backend.dtype_kind(x)
-    if kind == "c":
-        raise TypeError(f"{name} is complex ({backend.dtype_str(x)}); tensorconv supports real "
-                        "inputs only: correlate the real and imaginary parts separately")
-    if kind not in "biuf":
-        raise TypeError(f"{name} has dtype {backend.dtype_str(x)}; expected a real numeric "
-                        "array (bool, integer or floating)")
+    if kind not in "biufc":
+        raise TypeError(f"{name} has dtype {backend.dtype_str(x)}; expected a numeric array "
+                        "(bool, integer, floating or complex)")
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array, got ndim={x.ndim}")
     if x.shape[0] == 0 or x.shape[1] == 0:
@@ -69,13 +80,39 @@ def _check_boundary(boundary: str) -> str:
     return _BOUNDARIES[boundary]
 
 
-def _check_fillvalue(fillvalue) -> float:
-    if isinstance(fillvalue, (complex, np.complexfloating)):
-        raise TypeError("fillvalue must be real; complex values are unsupported")
-    if not isinstance(fillvalue, (numbers.Real, np.bool_, np.number)) and not (
-            np.ndim(fillvalue) == 0 and np.asarray(fillvalue).dtype.kind in "biuf"):
-        raise TypeError(f"fillvalue must be a real scalar, got {type(fillvalue).__name__}")
-    return float(fillvalue)
+def _check_fillvalue(fillvalue) -> complex | float:
+    """scipy's rules: a scalar or a one-element array (any shape); empty or multi-element
+    arrays and values that cannot become a number raise ValueError with scipy's messages.
+    Returns a float, or a complex when the imaginary part is non-zero (valid only with complex
+    data: checked where the data's type is known)."""
+    if isinstance(fillvalue, (str, bytes)):
+        raise ValueError(f"fillvalue must be a number, got the string {fillvalue!r}")
+    try:
+        arr = np.asarray(fillvalue)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"fillvalue must be a number: {e}") from None
+    if arr.size == 0:
+        raise ValueError("`fillvalue` cannot be an empty array.")
+    if arr.size != 1:
+        raise ValueError("`fillvalue` must be scalar or an array with one element.")
+    if arr.dtype.kind not in "biufcO":
+        raise ValueError(f"fillvalue must be a number, got dtype {arr.dtype}")
+    v = arr.reshape(()).item()
+    try:
+        c = complex(v)
+    except OverflowError:
+        raise ValueError(f"fillvalue {v!r} is too large to convert to a floating-point "
+                         "number") from None
+    except (TypeError, ValueError):
+        raise ValueError(f"fillvalue must be a number, got {type(v).__name__}") from None
+    return c if c.imag != 0 else c.real
+
+
+def _fill_for(fillvalue, complex_data: bool):
+    if isinstance(fillvalue, complex) and not complex_data:
+        raise ValueError("could not cast `fillvalue` directly to the output type (it was first "
+                         f"converted to complex): fillvalue {fillvalue!r} needs complex data")
+    return fillvalue
 
 
 # Fastest deterministic GPU method per precision, from benchmarks/results (H100, 4096², same
@@ -168,10 +205,36 @@ def _pads(mode: str, kh: int, kw: int, convolve: bool):
     return (t, kh - 1 - t), (l, kw - 1 - l)
 
 
+_DEVICES = (None, "cpu", "cuda")
+
+
+def _image_shape(image_shape) -> tuple:
+    try:
+        dims = tuple(image_shape)
+    except TypeError:
+        raise TypeError(f"image_shape must be a pair of integers, got {image_shape!r}") from None
+    if len(dims) != 2:
+        raise ValueError(f"image_shape must be a pair of integers, got {image_shape!r}")
+    try:
+        ih, iw = (operator.index(d) for d in dims)
+    except TypeError:
+        raise TypeError(f"image_shape must be a pair of integers, got {image_shape!r} "
+                        "(a float is not truncated)") from None
+    if ih < 1 or iw < 1:
+        raise ValueError(f"image_shape must be positive, got {(ih, iw)}")
+    return ih, iw
+
+
 class Plan:
     """A reusable correlation (or convolution) of images of one shape with one kernel.
 
-    Holds the method's prepared kernel state and workspace; call it with an image.
+    Holds the method's prepared kernel state and workspace; call it with an image. Complex data
+    (fp32 or fp64) is decomposed into real correlations of the parts by the same method: with
+    the effective kernel E = conj(K) (correlation) or flip(K) (convolution) and image a + ib,
+    out = (a*Er - b*Ei) + i(a*Ei + b*Er): four real products (two for a real kernel or image),
+    never Gauss's three-product form, whose (a+b)*(Er+Ei) term cancels and loses accuracy.
+    Methods whose registry row says complex_native (fft: C2C transforms) take the interleaved
+    complex image themselves, in one plan made at the first complex call.
     """
 
     def __init__(self, kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0,
@@ -183,51 +246,92 @@ class Plan:
         self.boundary = _check_boundary(boundary)
         self.fillvalue = _check_fillvalue(fillvalue)
         self.convolve = bool(convolve)
-        try:
-            ih, iw = (int(s) for s in image_shape)
-        except (TypeError, ValueError):
-            raise ValueError(f"image_shape must be two integers, got {image_shape!r}") from None
-        if ih < 1 or iw < 1:
-            raise ValueError(f"image_shape must be positive, got {(ih, iw)}")
-        self.image_shape = (ih, iw)
+        if device not in _DEVICES:
+            raise ValueError(f"unknown device {device!r}; valid devices: None (where the data "
+                             "is), 'cpu', 'cuda'")
+        self.image_shape = _image_shape(image_shape)
+        ih, iw = self.image_shape
         kh, kw = int(kernel.shape[0]), int(kernel.shape[1])
         if self.mode == "valid" and (kh > ih or kw > iw):
             raise ValueError(f"for 'valid' mode the image {self.image_shape} must be at least as "
                              f"large as the kernel {(kh, kw)} in every dimension")
         self.precision = _check_precision(
             precision if precision is not None else default_precision(kb.dtype_str(kernel)))
+        self.complex_kernel = kb.dtype_kind(kernel) == "c"
+        if self.complex_kernel:
+            self._check_complex_precision("kernel")
         self.storage = _STORAGE[self.precision]
         self.pads = _pads(self.mode, kh, kw, self.convolve)
         ph = ih + self.pads[0][0] + self.pads[0][1]
         pw = iw + self.pads[1][0] + self.pads[1][1]
         if not isinstance(method, str):
             raise TypeError(f"method must be a string, got {type(method).__name__}")
-        k64 = kb.to_host_float64(kernel)
-        if self.convolve:
-            k64 = np.ascontiguousarray(k64[::-1, ::-1])
+        if self.complex_kernel:
+            kc = kb.to_host_complex128(kernel)
+            kc = kc[::-1, ::-1] if self.convolve else np.conj(kc)
+            k64, ki64 = np.ascontiguousarray(kc.real), np.ascontiguousarray(kc.imag)
+        else:
+            k64 = kb.to_host_float64(kernel)
+            k64, ki64 = (np.ascontiguousarray(k64[::-1, ::-1]) if self.convolve else k64), None
         auto = method == "auto"
         if auto:
             on_device = kb.on_device if device is None else device == "cuda"
             method = choose_method(self.precision, on_device,
                                    float(ph - kh + 1) * (pw - kw + 1) * kh * kw, k64, (ph, pw))
         self.method = method
-        self._device = {m.name: m.device for m in _methods()}.get(method)
+        info = {m.name: m for m in _methods()}.get(method)
+        self._device = info.device if info else None
+        self._native = bool(info and info.complex_native)
         self._plan = _core.make_plan(method, k64, ph, pw, self.precision)
         # 'auto' chose a spectral CPU method: images with NaN/inf run `direct` (exact there)
         self._finite_fallback = (_core.make_plan("direct", k64, ph, pw, self.precision)
                                  if auto and method == _CPU_SPECTRAL else None)
+        self._k64, self._ki64, self._padded = k64, ki64, (ph, pw)
+        self._plan_c = None  # the method's own complex plan, made at the first complex call
+        # the imaginary part's plan (for methods without a complex plan); none where it is zero
+        self._plan_i = (_core.make_plan(method, ki64, ph, pw, self.precision)
+                        if ki64 is not None and ki64.any() and not self._native else None)
         self.kernel_shape = (kh, kw)
         self.out_shape = tuple(self._plan.out_shape)
+
+    def _check_complex_precision(self, what: str):
+        if self.precision not in COMPLEX_PRECISIONS:
+            raise ValueError(f"complex {what} needs precision fp32 or fp64 (complex64 / "
+                             f"complex128 arithmetic); {self.precision!r} is unsupported with "
+                             "complex data")
 
     @property
     def workspace_bytes(self) -> int:
         """Extra memory the method holds or needs beyond input and output."""
-        return int(self._plan.workspace_bytes)
+        extra = sum(p.workspace_bytes for p in (self._plan_i, self._plan_c) if p is not None)
+        return int(self._plan.workspace_bytes) + int(extra)
 
     def __repr__(self):
         return (f"tensorconv.Plan(method={self.method!r}, precision={self.precision!r}, "
                 f"kernel={self.kernel_shape}, image={self.image_shape}, mode={self.mode!r}, "
                 f"boundary={self.boundary!r})")
+
+    def _real(self, b, plan, image, fill, storage=None):
+        """One valid correlation of an image (any dtype; complex with `storage` complex) with one
+        core plan."""
+        storage = storage or self.storage
+        x = b.pad(b.to_storage(image, storage), self.pads, self.boundary, fill)
+        if b.row_stride(x) != x.shape[1]:
+            x = b.to_storage(x, storage)
+        out = b.empty(self.out_shape, storage, like=x)
+        if plan is self._plan and self._finite_fallback is not None and not _all_finite(x):
+            plan = self._finite_fallback
+        plan.run(b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
+                 out.shape[0], out.shape[1], b.row_stride(out), storage, b.on_device,
+                 b.stream(x))
+        return out
+
+    def _complex_native(self, b, image, fill):
+        if self._plan_c is None:
+            self._plan_c = _core.make_plan(self.method, self._k64, *self._padded, self.precision,
+                                           kernel_imag=self._ki64, complex_data=True)
+        return self._real(b, self._plan_c, image, complex(fill),
+                          _COMPLEX_STORAGE[self.precision])
 
     def __call__(self, image):
         b = backend_of(image)
@@ -239,16 +343,31 @@ class Plan:
         if b.on_device and self._device == "cpu":
             raise ValueError(f"method {self.method!r} runs on the CPU and this image is on a CUDA "
                              "device; pass a NumPy array or choose a CUDA method")
-        x = b.pad(b.to_storage(image, self.storage), self.pads, self.boundary, self.fillvalue)
-        if b.row_stride(x) != x.shape[1]:
-            x = b.to_storage(x, self.storage)
-        out = b.empty(self.out_shape, self.storage, like=x)
-        run = self._plan.run
-        if self._finite_fallback is not None and not _all_finite(x):
-            run = self._finite_fallback.run
-        run(b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out), out.shape[0],
-            out.shape[1], b.row_stride(out), self.storage, b.on_device, b.stream(x))
-        return out
+        complex_image = b.dtype_kind(image) == "c"
+        fill = _fill_for(self.fillvalue, complex_image or self.complex_kernel)
+        if not (complex_image or self.complex_kernel):
+            return self._real(b, self._plan, image, fill)
+        self._check_complex_precision("image" if complex_image else "kernel")
+        if self._native:
+            return self._complex_native(b, image, fill)
+        fr, fi = complex(fill).real, complex(fill).imag
+        pi = self._plan_i
+        if complex_image:
+            a, bi = b.parts(image)
+        elif fi:  # a real image padded with a complex fill: its imaginary part is the padding
+            a, bi = image, b.zeros_like(image)
+        else:
+            a, bi = image, None
+        re = self._real(b, self._plan, a, fr)
+        im = self._real(b, self._plan, bi, fi) if bi is not None else None
+        if pi is not None:  # (a + ib)(Er + iEi) = (a Er - b Ei) + i(a Ei + b Er)
+            ai = self._real(b, pi, a, fr)
+            im = ai if im is None else im + ai
+            if bi is not None:
+                re = re - self._real(b, pi, bi, fi)
+        if im is None:
+            im = b.zeros_like(re)
+        return b.make_complex(re, im)
 
 
 def _all_finite(x: np.ndarray) -> bool:
@@ -267,14 +386,31 @@ def plan(kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0, meth
                 method=method, precision=precision, convolve=convolve, device=device)
 
 
-def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool):
+def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool, dtype):
     b1, b2 = backend_of(in1), backend_of(in2)
     in1, in2 = b1.asarray(in1), b2.asarray(in2)
     _check_array(in1, b1, "in1")
     _check_array(in2, b2, "in2")
     _check_mode(mode)
+    rt = result_dtype(b1.dtype_str(in1), b2.dtype_str(in2))
+    # integer and bool inputs come back in scipy's dtype; float and complex ones in the
+    # precision's storage (scipy's dtype too unless a precision was asked for)
+    out_dtype = np.dtype(dtype) if dtype is not None else (rt if rt.kind in "biu" else None)
+    if out_dtype is not None and out_dtype.kind in "iu" and _integer_sums_inexact(
+            in1, in2, b1, b2, rt):
+        if b1.on_device or b2.on_device:
+            raise ValueError("integer inputs this large have sums beyond 2**53, which fp64 does "
+                             "not hold exactly, so scipy's wrapped integer result cannot be "
+                             "reproduced on the device; pass dtype=np.float64 (or float inputs)")
+        import scipy.signal as ss  # scipy's own integer arithmetic, exact and wrapped
+
+        f = ss.convolve2d if convolve else ss.correlate2d
+        return f(in1, in2, mode, boundary, fillvalue).astype(out_dtype, copy=False)
     if precision is None:
         precision = default_precision(b1.dtype_str(in1), b2.dtype_str(in2))
+    fill = _check_fillvalue(fillvalue)
+    if out_dtype is not None and out_dtype.kind in "biu" and not isinstance(fill, complex):
+        fill = np.asarray(fill).astype(out_dtype).item()  # scipy casts it to the output type
     swapped = False
     if mode == "valid":
         s1, s2 = tuple(in1.shape), tuple(in2.shape)
@@ -287,16 +423,17 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool)
             in1, in2, b1, b2, swapped = in2, in1, b2, b1, True
     device = "cuda" if b1.on_device else None
     key = None if b2.on_device or not isinstance(method, str) else _plan_cache.key(
-        in2, in1.shape, mode, _check_boundary(boundary), _check_fillvalue(fillvalue), method,
-        precision, convolve, device)
+        in2, in1.shape, mode, _check_boundary(boundary), fill, method, precision, convolve,
+        device)
     p = _plan_cache.get(key)
     if p is None:
-        p = Plan(in2, in1.shape, mode=mode, boundary=boundary, fillvalue=fillvalue,
-                 method=method, precision=precision, convolve=convolve, device=device)
+        p = Plan(in2, in1.shape, mode=mode, boundary=boundary, fillvalue=fill, method=method,
+                 precision=precision, convolve=convolve, device=device)
         _plan_cache.put(key, p)
     out = p(in1)
     # scipy flips a swapped correlation; convolution commutes, so it needs no flip
-    return b1.flip(out) if swapped and not convolve else out
+    out = b1.flip(out) if swapped and not convolve else out
+    return b1.cast(out, out_dtype) if out_dtype is not None else out
 
 
 def calibrate_cpu(save: bool = True) -> dict:
@@ -318,13 +455,35 @@ def plan_cache_info() -> dict:
     return _plan_cache.info()
 
 
+def _integer_sums_inexact(in1, in2, b1, b2, rt) -> bool:
+    """Whether some sum of products of these integer inputs may reach 2**53 (fp64 then rounds)."""
+    if rt.itemsize <= 2:  # |x| < 2**16: products < 2**32, sums of < 2**21 terms stay exact
+        return min(in1.shape[0] * in1.shape[1], in2.shape[0] * in2.shape[1]) >= 1 << 21
+    m1 = float(abs(b1.to_host_float64(in1)).max())
+    m2 = float(abs(b2.to_host_float64(in2)).max())
+    terms = min(in1.shape[0] * in1.shape[1], in2.shape[0] * in2.shape[1])
+    return m1 * m2 * terms >= 2.0**53
+
+
+def _dtype_doc(f):
+    f.__doc__ += (
+        "\n\n    Integer and bool inputs give scipy's dtype (NumPy's promotion of the two: exact "
+        "fp64 sums,\n    wrapped as scipy's integer arithmetic wraps them; where sums may pass "
+        "2**53, scipy\n    itself computes them); float and complex inputs give the precision's "
+        "storage (float16,\n    float32, float64; complex64 for fp32, complex128 for fp64). "
+        "`dtype` asks for another,\n    e.g. dtype=np.float64 for exact wide integer results.")
+    return f
+
+
+@_dtype_doc
 def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="auto",
-                precision=None):
+                precision=None, dtype=None):
     """Cross-correlate two 2-D arrays, as scipy.signal.correlate2d, by any registry method."""
-    return _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve=False)
+    return _run(in1, in2, mode, boundary, fillvalue, method, precision, False, dtype)
 
 
+@_dtype_doc
 def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="auto",
-               precision=None):
+               precision=None, dtype=None):
     """Convolve two 2-D arrays, as scipy.signal.convolve2d, by any registry method."""
-    return _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve=True)
+    return _run(in1, in2, mode, boundary, fillvalue, method, precision, True, dtype)

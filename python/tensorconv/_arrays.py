@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-_NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+_NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
+              "complex64": np.complex64, "complex128": np.complex128}
 
 
 def boundary_indices(n: int, before: int, after: int, boundary: str) -> np.ndarray:
@@ -44,6 +45,39 @@ class NumpyBackend:
     @staticmethod
     def to_host_float64(x) -> np.ndarray:
         return np.ascontiguousarray(x, dtype=np.float64)
+
+    def to_host_complex128(self, x) -> np.ndarray:
+        return np.ascontiguousarray(self.to_host(x), dtype=np.complex128)
+
+    @staticmethod
+    def to_host(x) -> np.ndarray:
+        return np.asarray(x)
+
+    def parts(self, x):
+        """Real and imaginary parts of a complex array (views; to_storage copies them)."""
+        return self.xp.real(x), self.xp.imag(x)
+
+    def zeros_like(self, x):
+        return self.xp.zeros_like(x)
+
+    def make_complex(self, re, im):
+        out = self.xp.empty(re.shape, dtype=np.result_type(re.dtype, np.complex64))
+        out.real = re
+        out.imag = im
+        return out
+
+    def cast(self, x, dtype: np.dtype):
+        """x (floating or complex, exact integers where the inputs were integers) in `dtype`, as
+        scipy's integer arithmetic would give it: rounded to the nearest integer, then wrapped
+        modulo 2**bits through int64 (exact while |values| < 2**53); bool is x != 0."""
+        xp = self.xp
+        if x.dtype == dtype:
+            return x
+        if dtype.kind == "b":
+            return x != 0
+        if dtype.kind in "iu":
+            return xp.rint(x).astype(np.int64).astype(dtype)
+        return x.astype(dtype)
 
     def pad(self, x, pads, boundary: str, fillvalue: float):
         xp = self.xp
@@ -89,6 +123,9 @@ class CupyBackend(NumpyBackend):
     def to_host_float64(self, x) -> np.ndarray:
         return np.ascontiguousarray(self.xp.asnumpy(x), dtype=np.float64)
 
+    def to_host(self, x) -> np.ndarray:
+        return self.xp.asnumpy(x)
+
     def empty(self, shape, dtype: str, like=None):
         with self.xp.cuda.Device(like.device if like is not None else None):
             return self.xp.empty(shape, dtype=_NP_DTYPES[dtype])
@@ -110,7 +147,8 @@ class TorchBackend:
 
     def __init__(self, torch):
         self.torch = torch
-        self._dt = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64}
+        self._dt = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64,
+                    "complex64": torch.complex64, "complex128": torch.complex128}
 
     def asarray(self, x):
         return x
@@ -127,6 +165,33 @@ class TorchBackend:
 
     def to_host_float64(self, x) -> np.ndarray:
         return np.ascontiguousarray(x.detach().to("cpu", self.torch.float64).numpy())
+
+    def to_host(self, x) -> np.ndarray:
+        return x.detach().cpu().numpy()
+
+    def to_host_complex128(self, x) -> np.ndarray:
+        return np.ascontiguousarray(self.to_host(x), dtype=np.complex128)
+
+    @staticmethod
+    def parts(x):
+        return x.real, x.imag
+
+    def zeros_like(self, x):
+        return self.torch.zeros_like(x)
+
+    def make_complex(self, re, im):
+        return self.torch.complex(re, im)
+
+    def cast(self, x, dtype: np.dtype):
+        torch = self.torch
+        target = getattr(torch, dtype.name)
+        if x.dtype == target:
+            return x
+        if dtype.kind == "b":
+            return x != 0
+        if dtype.kind in "iu":
+            return torch.round(x).to(torch.int64).to(target)
+        return x.to(target)
 
     def pad(self, x, pads, boundary: str, fillvalue: float):
         torch = self.torch

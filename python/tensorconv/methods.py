@@ -16,6 +16,7 @@ class MethodInfo(NamedTuple):
     summary: str
     entry: str = "correlate2d"  # the function that reaches it (simd_u8: filter2d_u8)
     note: str = ""  # which code path runs here and why (e.g. AVX2 or portable)
+    complex_native: bool = False  # takes complex data itself (else as real parts, see Plan)
 
 
 def methods() -> list[MethodInfo]:
@@ -23,13 +24,23 @@ def methods() -> list[MethodInfo]:
     return [MethodInfo(*row) for row in _core.methods()]
 
 
+def takes_complex(m: MethodInfo) -> str:
+    """How a method takes complex data (complex64 with fp32, complex128 with fp64): natively
+    (e.g. fft's C2C transforms), as real correlations of the parts (every other correlate2d
+    method with fp32 or fp64; tensorconv.Plan says which decomposition), or not at all ("")."""
+    if m.entry != "correlate2d" or not any(p in m.precisions for p in ("fp32", "fp64")):
+        return ""
+    return "native" if m.complex_native else "as real parts"
+
+
 def methods_table() -> str:
     """methods() as a Markdown table."""
-    lines = ["| method | device | precisions | available |", "|---|---|---|---|"]
+    lines = ["| method | device | precisions | complex | available |", "|---|---|---|---|---|"]
     for m in methods():
         avail = "yes" if m.available else f"no: {m.reason}"
         if m.available and m.note:
             avail += f" ({m.note})"
         precs = ", ".join(m.precisions) if m.precisions else f"uint8, via {m.entry}"
-        lines.append(f"| {m.name} | {m.device} | {precs} | {avail} |")
+        cplx = takes_complex(m) or "no"
+        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {avail} |")
     return "\n".join(lines)

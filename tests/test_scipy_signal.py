@@ -1,0 +1,79 @@
+"""scipy's own tests of correlate2d / convolve2d, run unmodified against tensorconv.
+
+The test classes come from the installed scipy (scipy/signal/tests/test_signaltools.py ships in
+every wheel); an autouse fixture swaps scipy's functions for tensorconv's, on the default method
+and on every method the parameters name (the CPU methods here; GPU methods where a device is).
+Only the array-API backend scipy tests with by default (NumPy) runs: tensorconv takes NumPy,
+CuPy and PyTorch arrays, not JAX or array-api-strict."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import pytest
+import scipy.signal
+
+import tensorconv as tc
+
+sst = pytest.importorskip("scipy.signal.tests.test_signaltools",
+                          reason="this scipy ships without its signal tests")
+try:
+    from scipy.conftest import xp  # noqa: F401  (scipy's fixture; NumPy unless SCIPY_ARRAY_API)
+except ImportError:  # pragma: no cover - older scipy: tests take no xp
+    pass
+
+
+def _method_params():
+    """'auto', then every available method whose arithmetic is the definition's, in fp64:
+    CPU ones always, CUDA ones (gpu-marked) where a device is usable."""
+    params = [pytest.param("auto", id="auto")]
+    for m in tc.methods():
+        if m.entry != "correlate2d" or "fp64" not in m.precisions:
+            continue
+        marks = [pytest.mark.gpu] if m.device == "cuda" else []
+        if not m.available:
+            marks.append(pytest.mark.skip(reason=f"{m.name}: {m.reason}"))
+        params.append(pytest.param(m.name, marks=marks, id=m.name))
+    return params
+
+
+# Methods that round differently from the definition by design (spectral products; rank-r
+# passes): scipy's exact-equality asserts become 1e-12 relative for them, and only for them.
+_ROUNDS_DIFFERENTLY = {"fft", "fft_cpu", "separable"}
+
+
+@pytest.fixture(autouse=True, params=_method_params())
+def _tensorconv_functions(request, monkeypatch):
+    """scipy's names, module-level and as signal.<name>, point at tensorconv's functions."""
+    method = request.param
+    for name, ours in (("convolve2d", tc.convolve2d), ("correlate2d", tc.correlate2d)):
+        f = functools.partial(ours, method=method) if method != "auto" else ours
+        monkeypatch.setattr(sst, name, f)
+        monkeypatch.setattr(scipy.signal, name, f)
+    if method in _ROUNDS_DIFFERENTLY:
+        close = sst.xp_assert_close
+        monkeypatch.setattr(sst, "xp_assert_equal",
+                            lambda actual, desired, *a, **k: close(actual, desired, rtol=1e-12,
+                                                                   atol=0, **k))
+    return method
+
+
+def _only_reference_tests(base):
+    """`base` with every test hidden that does not call convolve2d (the fftconvolve classes use
+    it as their reference in a few tests only; the rest test scipy's FFT code, not ours)."""
+    hidden = {name: None for name, f in vars(base).items()
+              if name.startswith("test") and callable(f) and "convolve2d(" not in
+              inspect.getsource(f)}
+    return type(base.__name__, (base,), hidden)
+
+
+class TestConvolve2d(sst.TestConvolve2d):
+    pass
+
+
+class TestCorrelate2d(sst.TestCorrelate2d):
+    pass
+
+
+TestFFTConvolve = _only_reference_tests(sst.TestFFTConvolve)
