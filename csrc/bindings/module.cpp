@@ -154,4 +154,24 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("method"), py::arg("kernel"), py::arg("image_rows"), py::arg("image_cols"),
       py::arg("precision"));
+
+  // Plans of non-linear filters with their own entry point (tensorconv.filters.bilateral).
+  m.def(
+      "make_filter_plan",
+      [](const std::string& method, const std::string& entry,
+         py::array_t<double, py::array::c_style | py::array::forcecast> kernel, std::int64_t ih,
+         std::int64_t iw, const std::string& precision, double range_sigma) {
+        if (kernel.ndim() != 2) throw ValueError("kernel must be 2-D");
+        PlanRequest r;
+        r.kernel = kernel.data();
+        r.kh = kernel.shape(0);
+        r.kw = kernel.shape(1);
+        r.ih = ih;
+        r.iw = iw;
+        r.precision = parse_precision(precision);
+        r.range_sigma = range_sigma;
+        return make_entry_plan(method, entry, r);
+      },
+      py::arg("method"), py::arg("entry"), py::arg("kernel"), py::arg("image_rows"),
+      py::arg("image_cols"), py::arg("precision"), py::arg("range_sigma"));
 }
