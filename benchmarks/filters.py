@@ -242,6 +242,7 @@ def gaussian_bench(rows, img64, rs, cv2_rs):
             res["c"] = cndi.gaussian_filter(xs_cp[i], sigma, truncate=2.0, mode="reflect")
 
         ms = event_median(cupyx_g, 2)
+        cupyx_g(0)  # MAPE of the first input (the timing alternates two)
         emit(rows, {"impl": "peer:cupyx_gaussian_filter", "precision": "fp32",
                     "image": [size, size], "kernel": [k, k], "bench": "gaussian",
                     "timing": "kernel", "median_ms": round(ms, 5), "runs": 20,
@@ -255,6 +256,7 @@ def gaussian_bench(rows, img64, rs, cv2_rs):
             res["d"] = F.conv2d(F.conv2d(y, wv), wh)
 
         ms = event_median(cudnn, 2)
+        cudnn(0)
         emit(rows, {"impl": "peer:cudnn_separable", "precision": "fp32", "image": [size, size],
                     "kernel": [k, k], "bench": "gaussian", "timing": "kernel",
                     "median_ms": round(ms, 5), "runs": 20,
@@ -267,6 +269,7 @@ def gaussian_bench(rows, img64, rs, cv2_rs):
                                                           (sigma, sigma), border_type="reflect")
 
             ms = event_median(kg, 2)
+            kg(0)
             emit(rows, {"impl": "peer:kornia_gaussian_blur2d", "precision": "fp32",
                         "image": [size, size], "kernel": [k, k], "bench": "gaussian",
                         "timing": "kernel", "median_ms": round(ms, 5), "runs": 20,

@@ -6,10 +6,12 @@ The kernel is scipy's: per axis the sampled Gaussian (or its order-th derivative
 differentiation; the 2-D correlation kernel is the outer product of the two axes' reversed 1-D
 kernels. Boundaries are scipy.ndimage's modes, done by padding on the array's own device.
 
-On a GPU the image is not padded as a whole (that would be one more pass over it): the interior
-(all pixels at least one radius from the edge) is one valid correlation of the image itself,
-written straight into the output, and the four border strips are small padded correlations of
-their own. Plans (kernel preparation, the separable factorization) are cached per parameters.
+The image is not padded as a whole (that would be one more pass over it): the interior (all
+pixels at least one radius from the edge) is one valid correlation of the image itself, written
+straight into the output, and the four border strips are small padded correlations of their
+own, whose inputs one gather (take) fills, back to back in one buffer, on the array's device.
+(Host images on a GPU method are padded whole and staged once.) Plans (kernel preparation, the
+separable factorization), gather indices and kernels are cached per parameters.
 """
 
 from __future__ import annotations
@@ -53,7 +55,28 @@ def _check_order(value, name="order") -> int:
     return o
 
 
+_KERNELS: dict = {}
+
+
 def _kernel(sigma, order, truncate, radius):
+    """The two axes' correlation weights, cached per (validated) arguments: the front end's
+    host time matters when the filter itself takes ~0.1 ms."""
+    try:
+        key = tuple((type(a), a) for a in (sigma, order, truncate, radius))
+        hit = _KERNELS.get(key)
+    except TypeError:  # unhashable (lists, arrays): compute
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    w = _make_kernel(sigma, order, truncate, radius)
+    if key is not None:
+        if len(_KERNELS) > 256:
+            _KERNELS.clear()
+        _KERNELS[key] = w
+    return w
+
+
+def _make_kernel(sigma, order, truncate, radius):
     sig = per_axis(sigma, "sigma", check_positive)
     orders = per_axis(order, "order", _check_order)
     if radius is None:
@@ -110,44 +133,56 @@ class _Runner:
             return
         if split:
             self.main = _core.make_plan(method, self.K, h, w, precision)
-            rh, rw = self.rh, self.rw
-            for i0, i1, j0, j1 in ((0, rh, 0, w), (h - rh, h, 0, w), (rh, h - rh, 0, rw),
-                                   (rh, h - rh, w - rw, w)):
-                if i1 > i0 and j1 > j0:
-                    p = _core.make_plan(method, self.K, i1 - i0 + 2 * rh, j1 - j0 + 2 * rw,
-                                        precision)
-                    self.strips.append((i0, i1, j0, j1, p))
+            self._frame_layout()
         else:
             self.full = _core.make_plan(method, self.K, h + 2 * self.rh, w + 2 * self.rw,
                                         precision)
 
-    def _indices(self, b, x):
-        """Padded-position -> image index vectors (rows, columns) on x's device."""
-        key = (b.name, str(getattr(x, "device", "")))
+    def _frame_layout(self):
+        """The four border strips' padded inputs, back to back in one 'frame' buffer that a
+        single gather (take) fills: flat image indices, and for mode='constant' the positions
+        outside the image (zeroed: cval enters through _add_cval)."""
+        h, w = self.shape
+        rh, rw = self.rh, self.rw
+        if self.boundary == "fill":
+            rows, cols = np.arange(-rh, h + rh), np.arange(-rw, w + rw)
+            rin, cin = (rows >= 0) & (rows < h), (cols >= 0) & (cols < w)
+            ri, ci = np.clip(rows, 0, h - 1), np.clip(cols, 0, w - 1)
+        else:
+            ri = boundary_indices(h, rh, rh, self.boundary)
+            ci = boundary_indices(w, rw, rw, self.boundary)
+        flat, outside, off = [], [], 0
+        for i0, i1, j0, j1 in ((0, rh, 0, w), (h - rh, h, 0, w), (rh, h - rh, 0, rw),
+                               (rh, h - rh, w - rw, w)):
+            if i1 <= i0 or j1 <= j0:
+                continue
+            rs, cs = slice(i0, i1 + 2 * rh), slice(j0, j1 + 2 * rw)
+            flat.append((ri[rs, None] * w + ci[None, cs]).ravel())
+            if self.boundary == "fill":
+                outside.append(~(rin[rs, None] & cin[None, cs]).ravel())
+            p = _core.make_plan(self.method, self.K, i1 - i0 + 2 * rh, j1 - j0 + 2 * rw,
+                                self.precision)
+            self.strips.append((i0, i1, j0, j1, off, p))
+            off += flat[-1].size
+        self._flat = np.concatenate(flat).astype(np.int64)
+        self._outside = np.concatenate(outside) if outside else None
+
+    def _frame(self, b, x):
+        """Fills the frame from the (contiguous) image x on its device: one gather."""
+        key = ("frame", b.name, str(getattr(x, "device", "")))
         if key not in self._idx:
-            h, w = self.shape
-            ri = boundary_indices(h, self.rh, self.rh, self.boundary)
-            ci = boundary_indices(w, self.rw, self.rw, self.boundary)
             if b.name == "torch":
                 conv = lambda a: b.torch.as_tensor(a, device=x.device)  # noqa: E731
             else:
                 conv = b.xp.asarray
-            self._idx[key] = (conv(ri), conv(ci))
-        return self._idx[key]
-
-    def _strip(self, b, x, i0, i1, j0, j1):
-        """The padded input of output rows [i0, i1) x columns [j0, j1), contiguous."""
-        rh, rw = self.rh, self.rw
-        h, w = self.shape
-        if self.boundary == "fill":  # zeros; cval enters through _add_cval
-            a, bb, c, d = i0 - rh, i1 + rh, j0 - rw, j1 + rw  # image coordinates
-            core = x[max(a, 0):min(bb, h), max(c, 0):min(d, w)]
-            pads = ((max(-a, 0), max(bb - h, 0)), (max(-c, 0), max(d - w, 0)))
-            s = b.pad(core, pads, "fill", 0.0)
-            return b.to_storage(s, self.storage)
-        ri, ci = self._indices(b, x)
-        rows, cols = ri[i0:i1 + 2 * rh], ci[j0:j1 + 2 * rw]
-        return b.to_storage(x[rows[:, None], cols[None, :]], self.storage)
+            outside = self._outside
+            self._idx[key] = (conv(self._flat),
+                              conv(outside) if outside is not None and outside.any() else None)
+        flat, outside = self._idx[key]
+        frame = b.torch.take(x, flat) if b.name == "torch" else b.xp.take(x, flat)
+        if outside is not None:
+            frame[outside] = 0
+        return frame
 
     def _cval_term(self, i0, i1, j0, j1) -> np.ndarray:
         """What mode='constant' adds to the zero-padded correlation over [i0, i1) x [j0, j1).
@@ -207,14 +242,16 @@ class _Runner:
         es = np.dtype(self.storage).itemsize
         base = b.pointer(out)
         rh, rw = self.rh, self.rw
-        # Strips first: their small gathers overlap nothing, then the interior.
-        for i0, i1, j0, j1, p in self.strips:
-            s = self._strip(b, x, i0, i1, j0, j1)
-            p.run(b.pointer(s), s.shape[0], s.shape[1], b.row_stride(s),
-                  base + (i0 * w + j0) * es, i1 - i0, j1 - j0, w, self.storage, True, stream)
+        frame = self._frame(b, x)
+        fbase = b.pointer(frame)
+        for i0, i1, j0, j1, off, p in self.strips:
+            cols = j1 - j0 + 2 * rw
+            p.run(fbase + off * es, i1 - i0 + 2 * rh, cols, cols, base + (i0 * w + j0) * es,
+                  i1 - i0, j1 - j0, w, self.storage, b.on_device, stream)
             self._add_cval(b, out, i0, i1, j0, j1)
+        # the interior: a valid correlation of the image itself, straight into the output
         self.main.run(b.pointer(x), h, w, b.row_stride(x), base + (rh * w + rw) * es,
-                      h - 2 * rh, w - 2 * rw, w, self.storage, True, stream)
+                      h - 2 * rh, w - 2 * rw, w, self.storage, b.on_device, stream)
         return out
 
 
@@ -242,7 +279,12 @@ def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
         if m is not None and on_device and m.device == "cpu":
             raise ValueError(f"method {method!r} runs on the CPU and this image is on a CUDA "
                              "device; pass a NumPy array or choose a CUDA method")
-    split = (on_device and (kh > 1 or kw > 1) and shape[0] > kh - 1 and shape[1] > kw - 1)
+    # Interior + strips on the array's own device (GPU methods for device arrays, CPU methods
+    # for host arrays); host arrays on a GPU method are padded whole and staged once.
+    cpu_method = method != "numpy_separable" and rows.get(method) is not None and \
+        rows[method].device == "cpu"
+    split = ((on_device or cpu_method) and (kh > 1 or kw > 1) and shape[0] > kh - 1
+             and shape[1] > kw - 1)
     r = _Runner(w0, w1, shape, boundary, cval, method, precision, on_device, split)
     _cache[key] = r
     if len(_cache) > _CACHE_SIZE:
