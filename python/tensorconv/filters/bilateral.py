@@ -11,8 +11,8 @@ import numpy as np
 from .. import _core
 from .._api import _STORAGE, _check_array
 from .._arrays import backend_of
-from ._common import (check_cval, check_mode, check_positive, check_precision, check_radius,
-                      image_precision)
+from ._common import (SplitRun, can_split, check_cval, check_mode, check_positive,
+                      check_precision, check_radius, image_precision)
 
 ENTRY = "filters.bilateral"
 # 'auto' on a GPU: the CUDA-core kernel (fastest in fp32/fp64, benchmarks/FILTERS_NOTES.md), the
@@ -72,8 +72,8 @@ def bilateral(image, sigma_spatial, sigma_range, *, radius=None, mode="reflect",
     products accumulated in fp32 on the tensor cores; Kondo et al.'s two layouts; a result
     of finite float16 inputs is finite). precision: None (float32 -> fp32, float16 -> fp16fp32,
     others -> fp64) or one of those. image: NumPy, CuPy or PyTorch (CUDA) array; the result is
-    the same kind on the same device, in the precision's storage dtype. Memory: the padded image
-    and the output (O(image) at any radius).
+    the same kind on the same device, in the precision's storage dtype. Memory: the output and
+    the border strips' padded inputs (O(image) at any radius; the image is not copied).
     """
     b = backend_of(image)
     image = b.asarray(image)
@@ -99,21 +99,33 @@ def bilateral(image, sigma_spatial, sigma_range, *, radius=None, mode="reflect",
     if b.on_device and dev == "cpu":
         raise ValueError(f"method {method!r} runs on the CPU and this image is on a CUDA "
                          "device; pass a NumPy array or choose a CUDA method")
-    key = (method, precision, h, w, rad, ss, sr)
-    plan = _cache.get(key)
-    if plan is None:
-        plan = _core.make_filter_plan(method, ENTRY, spatial_weights(ss, rad), h + 2 * rad,
-                                      w + 2 * rad, precision, sr)
-        _cache[key] = plan
+    storage = _STORAGE[precision]
+    # Interior + strips on the array's own device (no padded copy of the image), unless host
+    # images go to a GPU method (padded whole and staged once) or the window covers the image.
+    split = (b.on_device or dev == "cpu") and can_split((h, w), rad, rad)
+    key = (method, precision, h, w, rad, ss, sr, split, boundary, cv if boundary == "fill"
+           else 0.0)
+    run = _cache.get(key)
+    if run is None:
+        ws = spatial_weights(ss, rad)
+
+        def make(ih, iw):
+            return _core.make_filter_plan(method, ENTRY, ws, ih, iw, precision, sr)
+
+        run = SplitRun(make, (h, w), rad, rad, boundary, cv) if split else make(
+            h + 2 * rad, w + 2 * rad)
+        _cache[key] = run
         if len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     else:
         _cache.move_to_end(key)
-    storage = _STORAGE[precision]
-    x = b.pad(b.to_storage(image, storage), ((rad, rad), (rad, rad)), boundary, cv)
+    x = b.to_storage(image, storage)
+    out = b.empty((h, w), storage, like=x)
+    if split:
+        return run(b, x, out, storage)
+    x = b.pad(x, ((rad, rad), (rad, rad)), boundary, cv)
     if b.row_stride(x) != x.shape[1]:
         x = b.to_storage(x, storage)
-    out = b.empty((h, w), storage, like=x)
-    plan.run(b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out), h, w, w,
-             storage, b.on_device, b.stream(x))
+    run.run(b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out), h, w, w,
+            storage, b.on_device, b.stream(x))
     return out

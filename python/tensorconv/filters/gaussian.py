@@ -22,9 +22,9 @@ import numpy as np
 
 from .. import _core
 from .._api import _STORAGE, _check_array, choose_method
-from .._arrays import backend_of, boundary_indices
-from ._common import (check_cval, check_mode, check_positive, check_precision, check_radius,
-                      image_precision, per_axis)
+from .._arrays import backend_of
+from ._common import (SplitRun, can_split, check_cval, check_mode, check_positive,
+                      check_precision, check_radius, image_precision, per_axis, to_device)
 
 _CACHE_SIZE = 32
 _cache: OrderedDict = OrderedDict()
@@ -112,7 +112,7 @@ _CPU_SEPARABLE_AREA = 41 * 41
 
 
 class _Runner:
-    """One cached filtering set-up: method, core plans (and strip index vectors)."""
+    """One cached filtering set-up: method, core plans (interior + strips, or one padded)."""
 
     def __init__(self, w0, w1, shape, boundary, cval, method, precision, on_device, split):
         self.w0, self.w1 = w0, w1
@@ -128,61 +128,15 @@ class _Runner:
         self.numpy_passes = method == "numpy_separable"
         self.split = split
         self._idx = {}
-        self.strips = []
         if self.numpy_passes:
             return
         if split:
-            self.main = _core.make_plan(method, self.K, h, w, precision)
-            self._frame_layout()
+            self.split_run = SplitRun(
+                lambda ih, iw: _core.make_plan(method, self.K, ih, iw, precision), shape,
+                self.rh, self.rw, boundary, 0.0)  # zeros: cval enters through _add_cval
         else:
             self.full = _core.make_plan(method, self.K, h + 2 * self.rh, w + 2 * self.rw,
                                         precision)
-
-    def _frame_layout(self):
-        """The four border strips' padded inputs, back to back in one 'frame' buffer that a
-        single gather (take) fills: flat image indices, and for mode='constant' the positions
-        outside the image (zeroed: cval enters through _add_cval)."""
-        h, w = self.shape
-        rh, rw = self.rh, self.rw
-        if self.boundary == "fill":
-            rows, cols = np.arange(-rh, h + rh), np.arange(-rw, w + rw)
-            rin, cin = (rows >= 0) & (rows < h), (cols >= 0) & (cols < w)
-            ri, ci = np.clip(rows, 0, h - 1), np.clip(cols, 0, w - 1)
-        else:
-            ri = boundary_indices(h, rh, rh, self.boundary)
-            ci = boundary_indices(w, rw, rw, self.boundary)
-        flat, outside, off = [], [], 0
-        for i0, i1, j0, j1 in ((0, rh, 0, w), (h - rh, h, 0, w), (rh, h - rh, 0, rw),
-                               (rh, h - rh, w - rw, w)):
-            if i1 <= i0 or j1 <= j0:
-                continue
-            rs, cs = slice(i0, i1 + 2 * rh), slice(j0, j1 + 2 * rw)
-            flat.append((ri[rs, None] * w + ci[None, cs]).ravel())
-            if self.boundary == "fill":
-                outside.append(~(rin[rs, None] & cin[None, cs]).ravel())
-            p = _core.make_plan(self.method, self.K, i1 - i0 + 2 * rh, j1 - j0 + 2 * rw,
-                                self.precision)
-            self.strips.append((i0, i1, j0, j1, off, p))
-            off += flat[-1].size
-        self._flat = np.concatenate(flat).astype(np.int64)
-        self._outside = np.concatenate(outside) if outside else None
-
-    def _frame(self, b, x):
-        """Fills the frame from the (contiguous) image x on its device: one gather."""
-        key = ("frame", b.name, str(getattr(x, "device", "")))
-        if key not in self._idx:
-            if b.name == "torch":
-                conv = lambda a: b.torch.as_tensor(a, device=x.device)  # noqa: E731
-            else:
-                conv = b.xp.asarray
-            outside = self._outside
-            self._idx[key] = (conv(self._flat),
-                              conv(outside) if outside is not None and outside.any() else None)
-        flat, outside = self._idx[key]
-        frame = b.torch.take(x, flat) if b.name == "torch" else b.xp.take(x, flat)
-        if outside is not None:
-            frame[outside] = 0
-        return frame
 
     def _cval_term(self, i0, i1, j0, j1) -> np.ndarray:
         """What mode='constant' adds to the zero-padded correlation over [i0, i1) x [j0, j1).
@@ -212,11 +166,7 @@ class _Runner:
         key = ("cval", b.name, str(getattr(out, "device", "")), i0, i1, j0, j1)
         t = self._idx.get(key)
         if t is None:
-            t = self._cval_term(i0, i1, j0, j1).astype(_NP[self.storage])
-            if b.name == "torch":
-                t = b.torch.as_tensor(t, device=out.device)
-            else:
-                t = b.xp.asarray(t)
+            t = to_device(b, out, self._cval_term(i0, i1, j0, j1).astype(_NP[self.storage]))
             self._idx[key] = t
         out[i0:i1, j0:j1] += t
 
@@ -239,20 +189,8 @@ class _Runner:
                           b.pointer(out), h, w, w, self.storage, b.on_device, stream)
             self._add_cval(b, out, 0, h, 0, w)
             return out
-        es = np.dtype(self.storage).itemsize
-        base = b.pointer(out)
-        rh, rw = self.rh, self.rw
-        frame = self._frame(b, x)
-        fbase = b.pointer(frame)
-        for i0, i1, j0, j1, off, p in self.strips:
-            cols = j1 - j0 + 2 * rw
-            p.run(fbase + off * es, i1 - i0 + 2 * rh, cols, cols, base + (i0 * w + j0) * es,
-                  i1 - i0, j1 - j0, w, self.storage, b.on_device, stream)
-            self._add_cval(b, out, i0, i1, j0, j1)
-        # the interior: a valid correlation of the image itself, straight into the output
-        self.main.run(b.pointer(x), h, w, b.row_stride(x), base + (rh * w + rw) * es,
-                      h - 2 * rh, w - 2 * rw, w, self.storage, b.on_device, stream)
-        return out
+        return self.split_run(b, x, out, self.storage,
+                              lambda i0, i1, j0, j1: self._add_cval(b, out, i0, i1, j0, j1))
 
 
 def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
@@ -283,8 +221,7 @@ def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
     # for host arrays); host arrays on a GPU method are padded whole and staged once.
     cpu_method = method != "numpy_separable" and rows.get(method) is not None and \
         rows[method].device == "cpu"
-    split = ((on_device or cpu_method) and (kh > 1 or kw > 1) and shape[0] > kh - 1
-             and shape[1] > kw - 1)
+    split = (on_device or cpu_method) and can_split(shape, kh // 2, kw // 2)
     r = _Runner(w0, w1, shape, boundary, cval, method, precision, on_device, split)
     _cache[key] = r
     if len(_cache) > _CACHE_SIZE:
