@@ -31,6 +31,20 @@ Tensor2D tensor(std::uintptr_t ptr, std::int64_t rows, std::int64_t cols, std::i
   return t;
 }
 
+// The request of a plan over a float64 kernel (kept alive by the caller's array).
+PlanRequest plan_request(const py::array_t<double, py::array::c_style | py::array::forcecast>& k,
+                         std::int64_t ih, std::int64_t iw, const std::string& precision) {
+  if (k.ndim() != 2) throw ValueError("kernel must be 2-D");
+  PlanRequest r;
+  r.kernel = k.data();
+  r.kh = k.shape(0);
+  r.kw = k.shape(1);
+  r.ih = ih;
+  r.iw = iw;
+  r.precision = parse_precision(precision);
+  return r;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -142,15 +156,7 @@ PYBIND11_MODULE(_core, m) {
       [](const std::string& method,
          py::array_t<double, py::array::c_style | py::array::forcecast> kernel, std::int64_t ih,
          std::int64_t iw, const std::string& precision) {
-        if (kernel.ndim() != 2) throw ValueError("kernel must be 2-D");
-        PlanRequest r;
-        r.kernel = kernel.data();
-        r.kh = kernel.shape(0);
-        r.kw = kernel.shape(1);
-        r.ih = ih;
-        r.iw = iw;
-        r.precision = parse_precision(precision);
-        return make_plan(method, r);
+        return make_plan(method, plan_request(kernel, ih, iw, precision));
       },
       py::arg("method"), py::arg("kernel"), py::arg("image_rows"), py::arg("image_cols"),
       py::arg("precision"));
@@ -161,14 +167,7 @@ PYBIND11_MODULE(_core, m) {
       [](const std::string& method, const std::string& entry,
          py::array_t<double, py::array::c_style | py::array::forcecast> kernel, std::int64_t ih,
          std::int64_t iw, const std::string& precision, double range_sigma) {
-        if (kernel.ndim() != 2) throw ValueError("kernel must be 2-D");
-        PlanRequest r;
-        r.kernel = kernel.data();
-        r.kh = kernel.shape(0);
-        r.kw = kernel.shape(1);
-        r.ih = ih;
-        r.iw = iw;
-        r.precision = parse_precision(precision);
+        PlanRequest r = plan_request(kernel, ih, iw, precision);
         r.range_sigma = range_sigma;
         return make_entry_plan(method, entry, r);
       },

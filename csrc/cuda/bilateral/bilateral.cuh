@@ -47,5 +47,44 @@ __device__ __forceinline__ void bl_stage(T* tile, const S* __restrict__ in, std:
 // (very large radii: the window's rows no longer fit beside each other).
 constexpr std::size_t kBilateralSmemMax = 96 * 1024;
 
+// True (and the kernel's dynamic shared memory raised to `smem`) when the tile fits.
+template <class Kernel>
+bool bl_use_smem(Kernel kern, std::size_t smem, int device) {
+  int optin = 0;
+  TC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (smem > std::min<std::size_t>(kBilateralSmemMax, static_cast<std::size_t>(optin)))
+    return false;
+  TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(smem)));
+  return true;
+}
+
+// Base of the bilateral plans: the device copy of the spatial weights (the only workspace) and
+// the choice between the shared-memory and the global-memory form of a kernel.
+class BilateralPlanBase : public CudaPlan {
+ public:
+  using CudaPlan::CudaPlan;
+  std::size_t workspace_bytes() const override { return weights_.bytes(); }
+
+ protected:
+  template <class Kernel>
+  void set_smem(Kernel smem_form, std::size_t smem) {
+    smem_ = smem;
+    use_smem_ = bl_use_smem(smem_form, smem, device());
+  }
+  template <class Kernel, class... Args>
+  void launch(Kernel smem_form, Kernel global_form, dim3 grid, dim3 block, cudaStream_t stream,
+              Args... args) {
+    (use_smem_ ? smem_form : global_form)<<<grid, block, use_smem_ ? smem_ : 0, stream>>>(
+        args...);
+    TC_CUDA_LAUNCH_CHECK();
+  }
+  DeviceBuffer weights_;
+
+ private:
+  std::size_t smem_ = 0;
+  bool use_smem_ = true;
+};
+
 }  // namespace cuda
 }  // namespace tc

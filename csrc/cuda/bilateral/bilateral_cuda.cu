@@ -68,42 +68,30 @@ __global__ void __launch_bounds__(BX* BY)
 }
 
 template <class T>
-class BilateralCudaPlan final : public CudaPlan {
+class BilateralCudaPlan final : public BilateralPlanBase {
  public:
-  explicit BilateralCudaPlan(const PlanRequest& r) : CudaPlan(r) {
+  explicit BilateralCudaPlan(const PlanRequest& r) : BilateralPlanBase(r) {
     const BilateralSetup s = bilateral_setup(r);
     std::vector<T> ls(s.log2_ws.begin(), s.log2_ws.end());
-    ls_.upload(ls.data(), ls.size() * sizeof(T));
+    weights_.upload(ls.data(), ls.size() * sizeof(T));
     cr_ = static_cast<T>(std::max(s.cr, -static_cast<double>(std::numeric_limits<T>::max())));
     const int k = static_cast<int>(kh_);
-    smem_ = (static_cast<std::size_t>(k) * k + static_cast<std::size_t>(OH + k - 1) * (BX + k - 1)) *
-            sizeof(T);
-    int optin = 0;
-    TC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device()));
-    use_smem_ = smem_ <= std::min<std::size_t>(kBilateralSmemMax, optin);
-    if (use_smem_)
-      TC_CUDA_CHECK(cudaFuncSetAttribute(bilateral_cc<T, true>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem_)));
+    set_smem(bilateral_cc<T, true>,
+             (static_cast<std::size_t>(k) * k +
+              static_cast<std::size_t>(OH + k - 1) * (BX + k - 1)) * sizeof(T));
   }
-  std::size_t workspace_bytes() const override { return ls_.bytes(); }
 
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
     const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
-    const dim3 grid(ceil_div(ow, BX), ceil_div(oh, OH)), block(BX, BY);
-    auto kern = use_smem_ ? bilateral_cc<T, true> : bilateral_cc<T, false>;
-    kern<<<grid, block, use_smem_ ? smem_ : 0, stream>>>(
-        in.ptr<T>(), in.row_stride, static_cast<int>(in.rows), static_cast<int>(in.cols),
-        out.ptr<T>(), out.row_stride, oh, ow, static_cast<int>(kh_), ls_.get<T>(), cr_);
-    TC_CUDA_LAUNCH_CHECK();
+    launch(bilateral_cc<T, true>, bilateral_cc<T, false>,
+           dim3(ceil_div(ow, BX), ceil_div(oh, OH)), dim3(BX, BY), stream, in.ptr<T>(),
+           in.row_stride, static_cast<int>(in.rows), static_cast<int>(in.cols), out.ptr<T>(),
+           out.row_stride, oh, ow, static_cast<int>(kh_), weights_.get<T>(), cr_);
   }
 
  private:
-  DeviceBuffer ls_;
   T cr_ = 0;
-  std::size_t smem_ = 0;
-  bool use_smem_ = true;
 };
 
 }  // namespace

@@ -136,9 +136,9 @@ __global__ void __launch_bounds__(WARPS * 32)
 }
 
 template <int NB>
-class BilateralTcPlan final : public CudaPlan {
+class BilateralTcPlan final : public BilateralPlanBase {
  public:
-  explicit BilateralTcPlan(const PlanRequest& r) : CudaPlan(r) {
+  explicit BilateralTcPlan(const PlanRequest& r) : BilateralPlanBase(r) {
     const BilateralSetup s = bilateral_setup(r);
     const int k = static_cast<int>(kh_);
     kc_ = (k + 15) / 16 * 16;
@@ -147,39 +147,27 @@ class BilateralTcPlan final : public CudaPlan {
       for (int v = 0; v < k; ++v)
         ws[static_cast<std::size_t>(u) * kc_ + v] =
             __float2half(static_cast<float>(r.kernel[static_cast<std::size_t>(u) * k + v]));
-    ws_.upload(ws.data(), ws.size() * sizeof(__half));
+    weights_.upload(ws.data(), ws.size() * sizeof(__half));
     // d is (q - p) / 4, so the exponent's coefficient is 16 cr.
     cr16_ = static_cast<float>(std::max(16.0 * s.cr, -static_cast<double>(FLT_MAX)));
-    smem_ = ((static_cast<std::size_t>(k) * kc_ * 2 + 15) & ~std::size_t(15)) +
-            static_cast<std::size_t>(WARPS + k - 1) * (PX + kc_ - 1) * sizeof(float);
-    int optin = 0;
-    TC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device()));
-    use_smem_ = smem_ <= std::min<std::size_t>(kBilateralSmemMax, optin);
-    if (use_smem_)
-      TC_CUDA_CHECK(cudaFuncSetAttribute(bilateral_ki<NB, true>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem_)));
+    set_smem(bilateral_ki<NB, true>,
+             ((static_cast<std::size_t>(k) * kc_ * 2 + 15) & ~std::size_t(15)) +
+                 static_cast<std::size_t>(WARPS + k - 1) * (PX + kc_ - 1) * sizeof(float));
   }
-  std::size_t workspace_bytes() const override { return ws_.bytes(); }
 
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
     const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
-    const dim3 grid(ceil_div(ow, PX), ceil_div(oh, WARPS)), block(32, WARPS);
-    auto kern = use_smem_ ? bilateral_ki<NB, true> : bilateral_ki<NB, false>;
-    kern<<<grid, block, use_smem_ ? smem_ : 0, stream>>>(
-        in.ptr<__half>(), in.row_stride, static_cast<int>(in.rows), static_cast<int>(in.cols),
-        out.ptr<__half>(), out.row_stride, oh, ow, static_cast<int>(kh_), kc_, ws_.get<__half>(),
-        cr16_);
-    TC_CUDA_LAUNCH_CHECK();
+    launch(bilateral_ki<NB, true>, bilateral_ki<NB, false>,
+           dim3(ceil_div(ow, PX), ceil_div(oh, WARPS)), dim3(32, WARPS), stream,
+           in.ptr<__half>(), in.row_stride, static_cast<int>(in.rows),
+           static_cast<int>(in.cols), out.ptr<__half>(), out.row_stride, oh, ow,
+           static_cast<int>(kh_), kc_, weights_.get<__half>(), cr16_);
   }
 
  private:
-  DeviceBuffer ws_;
   int kc_ = 16;
   float cr16_ = 0;
-  std::size_t smem_ = 0;
-  bool use_smem_ = true;
 };
 
 }  // namespace
