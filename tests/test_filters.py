@@ -173,6 +173,18 @@ def test_gaussian_gpu_strips_large():
         check_gaussian(out, ref, "fp32", 0)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+def test_gaussian_gpu_float16(lib):
+    """float16 images: fp16fp32 (half storage, fp32 sums), float16 out."""
+    img = image((70, 90), seed=11)
+    x = on_device(img.astype(np.float16), lib)
+    out = filters.gaussian(x, 2.0, mode="mirror")
+    assert "float16" in str(out.dtype)
+    ref = ndi.gaussian_filter(img.astype(np.float16).astype(np.float64), 2.0, mode="mirror")
+    check_gaussian(out, ref, "fp16fp32", 0)
+
+
 # ---- gaussian: bad input ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs,exc,match", [
