@@ -110,6 +110,13 @@ def test_gaussian_radius_and_axes(mode, radius):
     check_gaussian(out, ref, "fp64", 1, "direct", 1.0)
 
 
+@pytest.mark.parametrize("mode", ["grid-mirror", "grid-constant", "grid-wrap"])
+def test_gaussian_mode_aliases(mode):
+    img = image((20, 31), seed=6)
+    out = filters.gaussian(img, 1.5, mode=mode, cval=0.4)
+    check_gaussian(out, ndi.gaussian_filter(img, 1.5, mode=mode, cval=0.4), "fp64", 0, "direct")
+
+
 @pytest.mark.parametrize("method", ["direct", "numpy"])
 def test_gaussian_cpu_paths(method):
     """Both CPU paths of 'auto' (direct below 41x41 taps, the NumPy passes above) agree."""

@@ -5,7 +5,8 @@ import numpy.typing as npt
 
 Border = Literal["constant", "replicate", "reflect101"]
 Algorithm = Literal["auto", "alg1", "alg2", "alg3", "sep", "pairs", "wide", "portable"]
-Mode = Literal["reflect", "constant", "nearest", "mirror", "wrap"]
+Mode = Literal["reflect", "constant", "nearest", "mirror", "wrap", "grid-mirror",
+               "grid-constant", "grid-wrap"]
 Precision = Literal["fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64"]
 PerAxis = Union[float, Sequence[float]]
 

@@ -15,12 +15,15 @@ from .._arrays import boundary_indices
 # 'reflect', nearest np.pad's 'edge'.
 MODES = {"reflect": "symm", "constant": "fill", "nearest": "edge", "mirror": "reflect",
          "wrap": "wrap"}
+# scipy.ndimage's synonyms (for filters 'grid-constant' is 'constant').
+_ALIASES = {"grid-mirror": "reflect", "grid-constant": "constant", "grid-wrap": "wrap"}
 
 
 def check_mode(mode) -> str:
-    if not isinstance(mode, str) or mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; valid modes: " + ", ".join(MODES))
-    return MODES[mode]
+    if not isinstance(mode, str) or mode not in MODES and mode not in _ALIASES:
+        raise ValueError(f"unknown mode {mode!r}; valid modes: " + ", ".join(MODES)
+                         + " (aliases " + ", ".join(_ALIASES) + ")")
+    return MODES[_ALIASES.get(mode, mode)]
 
 
 def check_cval(cval) -> float:

@@ -241,7 +241,8 @@ def gaussian(image, sigma, *, order=0, mode="reflect", cval=0.0, truncate=4.0, r
 
     sigma, order, radius: a scalar or one value per axis (rows, columns); sigma finite and > 0,
     order and radius integers >= 0. mode: 'reflect' (d c b a | a b c d), 'constant' (cval),
-    'nearest', 'mirror' (d c b | a b c d) or 'wrap'. image: NumPy, CuPy or PyTorch (CUDA)
+    'nearest', 'mirror' (d c b | a b c d) or 'wrap' (and scipy's synonyms 'grid-mirror',
+    'grid-constant', 'grid-wrap'). image: NumPy, CuPy or PyTorch (CUDA)
     array; the result is the same kind of array on the same device.
 
     method: 'auto' (GPU: the separable passes for device arrays and for large host images;
