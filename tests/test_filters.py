@@ -180,6 +180,22 @@ def test_gaussian_gpu_strips_large():
         check_gaussian(out, ref, "fp32", 0)
 
 
+@pytest.mark.parametrize("method,precision",
+                         method_params("correlate2d", "cuda", ("fp16", "fp16fp32", "bf16",
+                                                                "tf32")))
+@pytest.mark.parametrize("mode", ["reflect", "constant"])
+@pytest.mark.parametrize("sigma", [2.0, 6.0])
+def test_gaussian_gpu_reduced_precisions(method, precision, mode, sigma):
+    """Every CUDA correlate2d method in its half / tf32 precisions (the FIR methods included once
+    registered): MAPE within the method's correlate2d bound (tests/bounds.py)."""
+    img = image((75, 96), seed=int(sigma))
+    x = on_device(img.astype(np.float32), "torch" if mode == "reflect" else "cupy")
+    out = filters.gaussian(x, sigma, mode=mode, cval=0.5, method=method, precision=precision)
+    ref = ndi.gaussian_filter(img, sigma, mode=mode, cval=0.5)
+    m = mape(to_host(out).astype(np.float64), ref)
+    assert m <= mape_bound(method, precision), f"MAPE {m:.3g} %"
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("lib", ["cupy", "torch"])
 def test_gaussian_gpu_float16(lib):
