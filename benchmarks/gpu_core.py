@@ -53,14 +53,16 @@ def random_kernel(k):
     return np.random.default_rng(1000 + k).random((k, k))
 
 
-def event_median(fn, n_inputs, runs=20, warmup=3):
-    """Median GPU time in ms of fn(i); a sleep kernel queued first keeps host overhead out."""
+def event_median(fn, n_inputs, runs=20, warmup=3, sleep_cycles=400_000):
+    """Median GPU time in ms of fn(i); a sleep kernel queued first keeps host overhead out
+    (as long as the host enqueues fn's work within the sleep: raise sleep_cycles for calls
+    with much Python work)."""
     for i in range(warmup):
         fn(i % n_inputs)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
     for i in range(runs):
-        torch.cuda._sleep(400_000)
+        torch.cuda._sleep(sleep_cycles)
         starts[i].record()
         fn(i % n_inputs)
         ends[i].record()

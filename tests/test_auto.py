@@ -13,7 +13,7 @@ ALL = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
 
 @pytest.fixture
 def every_method_available(monkeypatch):
-    rows = [MethodInfo(m.name, m.device, m.precisions, True, "", m.summary)
+    rows = [MethodInfo(m.name, m.device, m.precisions, True, "", m.summary, m.entry)
             for m in tc.methods()]
     names = {r.name for r in rows}
     for needed in ("naive_shmem", "separable", "fft", "im2tensor_fused", "im2tensor_atomic"):

@@ -34,6 +34,20 @@ Tensor2D tensor(std::uintptr_t ptr, std::int64_t rows, std::int64_t cols, std::i
   return t;
 }
 
+// The request of a plan over a float64 kernel (kept alive by the caller's array).
+PlanRequest plan_request(const py::array_t<double, py::array::c_style | py::array::forcecast>& k,
+                         std::int64_t ih, std::int64_t iw, const std::string& precision) {
+  if (k.ndim() != 2) throw ValueError("kernel must be 2-D");
+  PlanRequest r;
+  r.kernel = k.data();
+  r.kh = k.shape(0);
+  r.kw = k.shape(1);
+  r.ih = ih;
+  r.iw = iw;
+  r.precision = parse_precision(precision);
+  return r;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -158,25 +172,30 @@ PYBIND11_MODULE(_core, m) {
          py::array_t<double, py::array::c_style | py::array::forcecast> kernel, std::int64_t ih,
          std::int64_t iw, const std::string& precision, py::object kernel_imag,
          bool complex_data) {
-        if (kernel.ndim() != 2) throw ValueError("kernel must be 2-D");
-        PlanRequest r;
-        r.kernel = kernel.data();
+        PlanRequest r = plan_request(kernel, ih, iw, precision);
         py::array_t<double, py::array::c_style | py::array::forcecast> ki;
         if (!kernel_imag.is_none()) {
           ki = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(kernel_imag);
-          if (!ki || ki.ndim() != 2 || ki.shape(0) != kernel.shape(0) ||
-              ki.shape(1) != kernel.shape(1))
+          if (!ki || ki.ndim() != 2 || ki.shape(0) != r.kh || ki.shape(1) != r.kw)
             throw ValueError("kernel_imag must be a 2-D array of the kernel's shape");
           r.kernel_imag = ki.data();
         }
         r.complex_data = complex_data;
-        r.kh = kernel.shape(0);
-        r.kw = kernel.shape(1);
-        r.ih = ih;
-        r.iw = iw;
-        r.precision = parse_precision(precision);
         return make_plan(method, r);
       },
       py::arg("method"), py::arg("kernel"), py::arg("image_rows"), py::arg("image_cols"),
       py::arg("precision"), py::arg("kernel_imag") = py::none(), py::arg("complex_data") = false);
+
+  // Plans of non-linear filters with their own entry point (tensorconv.filters.bilateral).
+  m.def(
+      "make_filter_plan",
+      [](const std::string& method, const std::string& entry,
+         py::array_t<double, py::array::c_style | py::array::forcecast> kernel, std::int64_t ih,
+         std::int64_t iw, const std::string& precision, double range_sigma) {
+        PlanRequest r = plan_request(kernel, ih, iw, precision);
+        r.range_sigma = range_sigma;
+        return make_entry_plan(method, entry, r);
+      },
+      py::arg("method"), py::arg("entry"), py::arg("kernel"), py::arg("image_rows"),
+      py::arg("image_cols"), py::arg("precision"), py::arg("range_sigma"));
 }

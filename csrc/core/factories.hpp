@@ -19,4 +19,9 @@ std::unique_ptr<Plan> make_im2tensor_shmem_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_fused_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_atomic_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_cublas_plan(const PlanRequest&);
+// Bilateral filter (tensorconv.filters.bilateral): csrc/cpu/bilateral.cpp, csrc/cuda/bilateral/
+std::unique_ptr<Plan> make_bilateral_cpu_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_bilateral_cuda_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_bilateral_tc_32x8x16_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_bilateral_tc_16x16x16_plan(const PlanRequest&);
 }  // namespace tc

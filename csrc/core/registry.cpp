@@ -69,6 +69,26 @@ const std::vector<MethodInfo>& registry() {
        {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
        TC_CUDA_FACTORY(make_im2tensor_cublas_plan),
        "im2tensor reference: explicit S, cuBLAS strided batched GEMM, Tr+ pass"},
+      // Bilateral filter (Kondo et al. 2022's LTV case): not linear, so reached only through
+      // tensorconv.filters.bilateral (csrc/cpu/bilateral.cpp, csrc/cuda/bilateral/).
+      {"bilateral_cpu", Device::cpu, {P::fp32, P::fp64}, 0, &make_bilateral_cpu_plan,
+       "CPU bilateral filter, threads over rows, one exp2 per tap (square window)",
+       "filters.bilateral"},
+      {"bilateral_cuda", Device::cuda, {P::fp32, P::fp64}, 60,
+       TC_CUDA_FACTORY(make_bilateral_cuda_plan),
+       "CUDA-core bilateral filter: image tile in shared memory, one exp2 per tap, "
+       "sum of w (q - p) and of w",
+       "filters.bilateral"},
+      {"bilateral_tc_32x8x16", Device::cuda, {P::fp16fp32}, 80,
+       TC_CUDA_FACTORY(make_bilateral_tc_32x8x16_plan),
+       "Kondo 2022 kernel-image-loop bilateral on tensor cores, 32x8x16 layout (32 pixels x 16 "
+       "taps of range-weighted values times the spatial weights' column; mma.sync)",
+       "filters.bilateral"},
+      {"bilateral_tc_16x16x16", Device::cuda, {P::fp16fp32}, 80,
+       TC_CUDA_FACTORY(make_bilateral_tc_16x16x16_plan),
+       "Kondo 2022 kernel-image-loop bilateral on tensor cores, 16x16x16 layout (16 pixels x 16 "
+       "taps; mma.sync)",
+       "filters.bilateral"},
   };
   return table;
 }
@@ -105,12 +125,9 @@ std::string unavailable_reason(const MethodInfo& m) {
   return "";
 }
 
-std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r) {
-  const MethodInfo& m = find_method(method);
-  if (m.entry_point)
-    throw ValueError("method '" + method + "' is not a correlate2d/convolve2d method: it filters "
-                     "uint8 images with integer kernels; call tensorconv." + m.entry_point +
-                     " instead");
+namespace {
+std::unique_ptr<Plan> checked_plan(const MethodInfo& m, const PlanRequest& r) {
+  const std::string method = m.name;
   if (!supports(m, r.precision)) {
     std::string ps;
     for (auto q : m.precisions) ps += std::string(ps.empty() ? "" : ", ") + precision_name(q);
@@ -119,6 +136,7 @@ std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r)
   }
   std::string why = unavailable_reason(m);
   if (!why.empty()) throw ValueError("method '" + method + "' is unavailable: " + why);
+  if (!m.factory) throw ValueError("method '" + method + "' has no plan to make here");
   if (!r.kernel || r.kh < 1 || r.kw < 1) throw ValueError("kernel must be non-empty");
   if (r.complex_data && !m.complex_native)
     throw ValueError("method '" + method + "' takes complex data only as real parts (tensorconv's "
@@ -138,6 +156,24 @@ std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r)
                      " kernel is larger than any memory holds (limits: 2^48 image elements, "
                      "2^62 bytes of image x kernel width)");
   return m.factory(r);
+}
+}  // namespace
+
+std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r) {
+  const MethodInfo& m = find_method(method);
+  if (m.entry_point)
+    throw ValueError("method '" + method + "' is not a correlate2d/convolve2d method (" +
+                     m.summary + "); call tensorconv." + m.entry_point + " instead");
+  return checked_plan(m, r);
+}
+
+std::unique_ptr<Plan> make_entry_plan(const std::string& method, const std::string& entry,
+                                      const PlanRequest& r) {
+  const MethodInfo& m = find_method(method);
+  if (!m.entry_point || entry != m.entry_point)
+    throw ValueError("method '" + method + "' is not a " + entry + " method; call tensorconv." +
+                     (m.entry_point ? m.entry_point : "correlate2d") + " instead");
+  return checked_plan(m, r);
 }
 
 void Plan::execute(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) {

@@ -21,6 +21,9 @@ struct PlanRequest {
   std::int64_t ih = 0, iw = 0;
   Precision precision = Precision::fp64;
   bool complex_data = false;
+  // Non-linear filters reached through their own entry point (bilateral): the range Gaussian's
+  // standard deviation; `kernel` then holds the spatial weights. Unused by correlate2d methods.
+  double range_sigma = 0.0;
 };
 
 // Prepared kernel state (+ device workspace) for one kernel, image shape and precision.
@@ -78,6 +81,9 @@ bool supports(const MethodInfo& m, Precision p);
 
 // Validates method, precision, availability and shapes, then calls the factory.
 std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& request);
+// The same for a method with its own entry point (e.g. filters.bilateral): `entry` must be it.
+std::unique_ptr<Plan> make_entry_plan(const std::string& method, const std::string& entry,
+                                      const PlanRequest& request);
 
 // Runtime probes (never throw).
 bool built_with_cuda();

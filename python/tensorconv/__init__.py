@@ -4,6 +4,7 @@ behind scipy.signal's API, with the accuracy of every method measured against fl
 from . import _core
 from ._api import PRECISIONS, Plan, convolve2d, correlate2d, default_precision, plan
 from ._api import calibrate_cpu, clear_plan_cache, plan_cache_info
+from . import filters
 from .filters import filter2d_u8, filter2d_u8_info, simd_u8_path
 from .methods import MethodInfo, methods, methods_table
 
@@ -20,6 +21,6 @@ def cuda_available() -> bool:
 
 
 __all__ = ["PRECISIONS", "Plan", "MethodInfo", "WITH_CUDA", "convolve2d", "correlate2d",
-           "cuda_available", "default_precision", "filter2d_u8", "filter2d_u8_info", "methods",
-           "methods_table", "plan", "simd_u8_path", "__version__"]
+           "cuda_available", "default_precision", "filter2d_u8", "filter2d_u8_info", "filters",
+           "methods", "methods_table", "plan", "simd_u8_path", "__version__"]
 __all__ += ["calibrate_cpu", "clear_plan_cache", "plan_cache_info"]

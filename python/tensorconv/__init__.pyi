@@ -3,6 +3,8 @@ from typing import Any, Literal, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 import numpy.typing as npt
 
+from . import filters as filters
+
 
 __version__: str
 WITH_CUDA: bool

@@ -174,7 +174,8 @@ def choose_method(precision: str, on_device: bool, macs: float = 0.0,
     work (`macs` multiply-adds) pays for the copies. On the GPU the measured ranking above
     decides, given the host float64 `kernel`; on the CPU the cost model of this machine, given
     also the (padded) `image_shape`; otherwise registry order."""
-    rows = [m for m in _methods() if m.available and precision in m.precisions]
+    rows = [m for m in _methods() if m.available and precision in m.precisions
+            and m.entry == "correlate2d"]
     gpu = [m.name for m in rows if m.device == "cuda"]
     cpu = [m.name for m in rows if m.device == "cpu"]
     if gpu:  # the ranking needs an SVD of the kernel: skip it where no GPU method can run

@@ -16,8 +16,9 @@ _NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float6
 
 def boundary_indices(n: int, before: int, after: int, boundary: str) -> np.ndarray:
     """Source index of every padded position for 'wrap' or 'symm' (np.pad's semantics, which
-    are scipy.signal's for any pad width)."""
-    mode = {"wrap": "wrap", "symm": "symmetric"}[boundary]
+    are scipy.signal's for any pad width), and for 'edge' / 'reflect' (np.pad's modes of those
+    names: scipy.ndimage's 'nearest' / 'mirror', used by tensorconv.filters)."""
+    mode = {"wrap": "wrap", "symm": "symmetric", "edge": "edge", "reflect": "reflect"}[boundary]
     return np.pad(np.arange(n), (before, after), mode=mode)
 
 

@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from . import _core
+from .. import _core
 
 BORDERS = ("constant", "replicate", "reflect101")
 ALGORITHMS = ("auto", "alg1", "alg2", "alg3", "sep", "pairs", "wide", "portable")

@@ -1,0 +1,78 @@
+"""PNG plots of a benchmarks/filters.py JSON: Kondo Fig. 5 (bilateral layouts vs CUDA cores),
+filters.gaussian and filters.bilateral against their peers.
+
+    python benchmarks/plot_filters.py benchmarks/results/filters_<device>.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def series(rows, bench, impl, precision=None, size=None, variant=None):
+    pts = [(r["kernel"][0] // 2, r["median_ms"]) for r in rows
+           if r.get("bench") == bench and r["impl"] == impl and r.get("median_ms") is not None
+           and (precision is None or r["precision"] == precision)
+           and (size is None or r["image"][0] == size) and r.get("variant") == variant]
+    return sorted(pts)
+
+
+def plot(ax, pts, label, **kw):
+    if pts:
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label, **kw)
+
+
+def main(path):
+    m = json.loads(Path(path).read_text())
+    rows, dev = m["rows"], m["device"]
+    stem = Path(path).with_suffix("")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, size in zip(axes, (4096, 128)):
+        plot(ax, series(rows, "fig5", "bilateral_cuda", "fp32", size), "CUDA cores fp32")
+        plot(ax, series(rows, "fig5", "bilateral_tc_32x8x16", None, size), "TC KI 32x8x16")
+        plot(ax, series(rows, "fig5", "bilateral_tc_16x16x16", None, size), "TC KI 16x16x16")
+        ax.set(title=f"bilateral {size}x{size} ({dev})", xlabel="radius r", ylabel="ms")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(f"{stem}_fig5.png", dpi=110)
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    ax = axes[0]
+    plot(ax, series(rows, "gaussian", "filters.gaussian"), "filters.gaussian (front end)")
+    plot(ax, series(rows, "gaussian", "separable", variant="plan on a pre-padded image"),
+         "separable plan, pre-padded input", ls="--")
+    for impl, lab in (("peer:cupyx_gaussian_filter", "cupyx gaussian_filter"),
+                      ("peer:cudnn_separable", "cuDNN 2 x 1-D conv2d (+ pad)"),
+                      ("peer:kornia_gaussian_blur2d", "kornia gaussian_blur2d")):
+        plot(ax, series(rows, "gaussian", impl), lab)
+    ax.set(title=f"Gaussian 4096^2 fp32, sigma = r/2 ({dev})", xlabel="radius r", ylabel="ms",
+           yscale="log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    plot(ax, series(rows, "bilateral", "filters.bilateral"), "filters.bilateral (front end)")
+    plot(ax, series(rows, "fig5", "bilateral_cuda", "fp32", 4096), "bilateral_cuda plan",
+         ls="--")
+    plot(ax, series(rows, "bilateral", "peer:kornia_bilateral_blur"),
+         "kornia bilateral_blur (OOM from r = 9)")
+    cv = series(rows, "bilateral", "peer:cv2_bilateralFilter")
+    plot(ax, cv, "cv2.bilateralFilter (host CPU)")
+    ax.set(title=f"bilateral 4096^2 fp32 ({dev})", xlabel="radius r", ylabel="ms",
+           yscale="log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(f"{stem}_peers.png", dpi=110)
+    print(f"{stem}_fig5.png", f"{stem}_peers.png")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
