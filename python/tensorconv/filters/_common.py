@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from .._api import PRECISIONS, _check_fillvalue
+from .._api import PRECISIONS, _check_array, _check_fillvalue
 from .._arrays import boundary_indices
 
 # scipy.ndimage's boundary modes -> the padding the array backends do (_arrays.py):
@@ -27,7 +27,18 @@ def check_mode(mode) -> str:
 
 
 def check_cval(cval) -> float:
-    return _check_fillvalue(cval)
+    v = _check_fillvalue(cval)
+    if isinstance(v, complex):
+        raise TypeError(f"cval: fillvalue must be real for a real image, got {cval!r}")
+    return v
+
+
+def check_image(image, b) -> None:
+    """A real 2-D non-empty image (the filters are defined on real intensities)."""
+    _check_array(image, b, "image")
+    if b.dtype_kind(image) == "c":
+        raise TypeError(f"image is complex ({b.dtype_str(image)}); the filters take real images "
+                        "(filter the real and imaginary parts separately)")
 
 
 def check_positive(value, name: str) -> float:

@@ -9,9 +9,9 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _core
-from .._api import _STORAGE, _check_array
+from .._api import _STORAGE
 from .._arrays import backend_of
-from ._common import (SplitRun, can_split, check_cval, check_mode, check_positive,
+from ._common import (SplitRun, can_split, check_cval, check_image, check_mode, check_positive,
                       check_precision, check_radius, image_precision)
 
 ENTRY = "filters.bilateral"
@@ -77,7 +77,7 @@ def bilateral(image, sigma_spatial, sigma_range, *, radius=None, mode="reflect",
     """
     b = backend_of(image)
     image = b.asarray(image)
-    _check_array(image, b, "image")
+    check_image(image, b)
     ss = check_positive(sigma_spatial, "sigma_spatial")
     sr = check_positive(sigma_range, "sigma_range")
     rad = math.ceil(3.0 * ss) if radius is None else check_radius(radius)

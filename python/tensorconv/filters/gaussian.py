@@ -21,9 +21,9 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _core
-from .._api import _STORAGE, _check_array, choose_method
+from .._api import _STORAGE, choose_method
 from .._arrays import backend_of
-from ._common import (SplitRun, can_split, check_cval, check_mode, check_positive,
+from ._common import (SplitRun, can_split, check_cval, check_image, check_mode, check_positive,
                       check_precision, check_radius, image_precision, per_axis, to_device)
 
 _CACHE_SIZE = 32
@@ -254,7 +254,7 @@ def gaussian(image, sigma, *, order=0, mode="reflect", cval=0.0, truncate=4.0, r
     """
     b = backend_of(image)
     image = b.asarray(image)
-    _check_array(image, b, "image")
+    check_image(image, b)
     boundary = check_mode(mode)
     cv = check_cval(cval)
     w0, w1 = _kernel(sigma, order, truncate, radius)
