@@ -1,0 +1,158 @@
+"""Papliński's convolution matrices (issue #16): convmat (lcm · rcm, both factorisations) and
+convmat_rows (row by row) in every precision the registry lists, against
+scipy.signal.correlate2d in float64 on odd shapes, strided device input, workspaces O(kernel),
+and a USC-SIPI subset. The 39-image MAPE table per kernel size is tests/test_accuracy.py (it
+enumerates these methods from the registry)."""
+
+import numpy as np
+import pytest
+import scipy.signal
+from bounds import mape_bound, rel_l2_bound
+from conftest import accuracy_kernel, scipy_reference
+
+import tensorconv as tc
+from tensorconv.metrics import mape, relative_l2
+
+METHODS = ("convmat", "convmat_rows")
+
+# (image, kernel): what each exercises in csrc/cuda/paplinski/
+SHAPES = [
+    ((67, 93), (3, 5)),       # one CTA, ragged tiles; convmat: first form (band along columns)
+    ((300, 200), (9, 4)),     # convmat: tall kernel -> the second form (transposed)
+    ((61, 301), (7, 70)),     # wide kernel: several 32-column stages of the band
+    ((333, 37), (300, 4)),    # tall kernel: many 16-row stages (convmat), strip > 32 rows
+    ((20, 19), (20, 19)),     # kernel as large as the image: 1x1 output
+    ((1, 200), (1, 9)),       # 1xN image
+    ((150, 1), (17, 1)),      # Nx1 image: convmat's second form (a 1-wide output)
+    ((129, 257), (55, 55)),   # the paper's largest size
+    ((520, 700), (15, 15)),   # several CTAs each way, 256-row / 256-column tiles, edges ragged
+    ((45, 700), (5, 131)),    # kernel wider than a 32-column n-tile block
+]
+
+pytestmark = pytest.mark.gpu
+
+
+def _available(method):
+    m = {x.name: x for x in tc.methods()}[method]
+    if not m.available:
+        pytest.skip(f"{method}: {m.reason}")
+
+
+def _precisions(method):
+    return {x.name: x for x in tc.methods()}[method].precisions
+
+
+def _params():
+    return [pytest.param(m, p, id=f"{m}-{p}") for m in METHODS for p in _precisions(m)]
+
+
+def _check_vs_scipy(method, precision, rng, ishape, kshape):
+    image, kernel = rng.random(ishape), rng.random(kshape)
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    assert out.shape == ref.shape
+    assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
+    err = mape(out, ref)
+    assert err <= mape_bound(method, precision), (ishape, kshape, err)
+    image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    err = relative_l2(out, ref)
+    assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
+
+
+def test_registry_rows():
+    rows = {x.name: x for x in tc.methods()}
+    for m in METHODS:
+        assert rows[m].device == "cuda"
+        assert set(rows[m].precisions) == {"fp16", "fp16fp32", "bf16"}
+
+
+@pytest.mark.parametrize("method,precision", _params())
+def test_odd_shapes_vs_scipy(method, precision):
+    _available(method)
+    rng = np.random.default_rng(1995)
+    for ishape, kshape in SHAPES:
+        _check_vs_scipy(method, precision, rng, ishape, kshape)
+
+
+@pytest.mark.parametrize("method,precision", _params())
+def test_convolve_and_modes(method, precision):
+    _available(method)
+    rng = np.random.default_rng(7)
+    image, kernel = rng.random((90, 110)), rng.random((6, 11))
+    for mode in ("same", "full"):
+        ref = scipy.signal.convolve2d(image, kernel, mode)
+        out = tc.convolve2d(image, kernel, mode, method=method, precision=precision)
+        assert mape(out, ref) <= mape_bound(method, precision)
+
+
+@pytest.mark.parametrize("method,precision", _params())
+def test_strided_device_input(method, precision):
+    """A row-strided, misaligned PyTorch view (row stride 300, offset 5 elements: the
+    element-wise staging path), and a transposed one (made contiguous by the API)."""
+    _available(method)
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    big = rng.random((90, 300))
+    kernel = rng.random((7, 12))
+    dtype = torch.float16 if precision.startswith("fp16") else torch.float32
+    x = torch.tensor(big, dtype=dtype, device="cuda")
+    for view, host in ((x[3:, 5:205], big[3:, 5:205]), (x.t()[10:250, :], big.T[10:250, :])):
+        out = tc.correlate2d(view, torch.tensor(kernel, device="cuda"), "valid", method=method,
+                             precision=precision)
+        assert isinstance(out, torch.Tensor) and out.is_cuda
+        ref = scipy.signal.correlate2d(host.astype(np.float64), kernel, "valid")
+        assert mape(out.double().cpu().numpy(), ref) <= mape_bound(method, precision)
+
+
+@pytest.mark.parametrize("method,precision", _params())
+def test_repeats_bit_identical(method, precision):
+    _available(method)
+    rng = np.random.default_rng(5)
+    image, kernel = rng.random((300, 517)), rng.random((25, 70))
+    p = tc.plan(kernel, image.shape, mode="valid", method=method, precision=precision)
+    x = image.astype(p.storage)
+    first = p(x)
+    for _ in range(3):
+        assert np.array_equal(p(x), first)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_workspace_is_o_kernel(method):
+    """Table 4 style: only the kernel's pair table, never the (r·C) × (R + r − 1) lcm."""
+    _available(method)
+    for k in (3, 55):
+        kernel = np.random.default_rng(0).random((k, k))
+        ws = tc.plan(kernel, (4096, 4096), mode="valid", method=method,
+                     precision="fp16fp32").workspace_bytes
+        assert 0 < ws <= 4 * k * (k + 160), (k, ws)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method,precision", _params())
+def test_usc_sipi_subset(method, precision, usc_images):
+    _available(method)
+    for name, image in usc_images[:3]:
+        for k in (3, 15, 55):
+            out = tc.correlate2d(image, accuracy_kernel(k), "valid", method=method,
+                                 precision=precision)
+            err = mape(out, scipy_reference(name, image, k))
+            assert err <= mape_bound(method, precision), (name, k, err)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_bad_input(method):
+    _available(method)
+    with pytest.raises(ValueError, match="precision"):
+        tc.correlate2d(np.ones((8, 8)), np.ones((3, 3)), "valid", method=method,
+                       precision="fp64")
+    with pytest.raises(ValueError, match="precision"):
+        tc.correlate2d(np.ones((8, 8)), np.ones((3, 3)), "valid", method=method,
+                       precision="fp8")
+    with pytest.raises(ValueError):
+        tc.correlate2d(np.ones((8, 8, 2)), np.ones((3, 3)), "valid", method=method,
+                       precision="fp16fp32")
+    with pytest.raises(ValueError):
+        tc.correlate2d(np.ones((0, 8)), np.ones((3, 3)), "valid", method=method,
+                       precision="fp16fp32")
