@@ -11,7 +11,7 @@ stage() { local t=$1; shift; local name=$1; shift; local s=$(date +%s)
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv >> "$OUT/summary.txt"
 # the accuracy suite's scipy references, in parallel, while the unit tests run on the GPU
-[ -n "${ACC:-}" ] && { python3 scripts/warm_scipy_refs.py 12 > "$OUT/warm_refs.txt" 2>&1 & WARM=$!; }
+[ -n "${ACC:-}" ] && { python3 scripts/warm_scipy_refs.py 12 > /tmp/warm_refs.txt 2>&1 & WARM=$!; }
 stage ${T_TEST:-120} tests python3 -m pytest -q -p no:cacheprovider -n 8 tests/test_convmat.py
 tail -4 "$OUT/tests.txt" >> "$OUT/summary.txt"
 [ -n "${WARM:-}" ] && wait $WARM  # the benchmark runs on a quiet host
@@ -27,7 +27,7 @@ if [ -n "${NCU:-}" ]; then
     --section Occupancy --section ComputeWorkloadAnalysis python3 benchmarks/convmat_ncu.py
 fi
 if [ -n "${ACC:-}" ]; then
-  stage ${T_ACC:-150} accuracy env TENSORCONV_REPORT_DIR="$OUT" python3 -m pytest -q \
+  stage ${T_ACC:-150} accuracy env TENSORCONV_REPORT_DIR="$OUT/acc" python3 -m pytest -q \
     -p no:cacheprovider -n 12 tests/test_accuracy.py -k convmat
   tail -3 "$OUT/accuracy.txt" >> "$OUT/summary.txt"
 fi
