@@ -2,14 +2,7 @@
 # One call on the lent GPU machine for convmat / convmat_rows (issue #16): tests, the Table 3
 # benchmark beside the peers, sanitizer, ncu. Run from the repository root after
 # `source .shared/tools/device-setup.sh`; results in $OUT. Each stage has its own time limit.
-set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-stage() { local t=$1; shift; local name=$1; shift; local s=$(date +%s)
-  timeout "$t" "$@" > "$OUT/$name.txt" 2>&1; local r=$?
-  echo "== $name: exit $r in $(( $(date +%s) - s )) s" | tee -a "$OUT/summary.txt"; }
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv >> "$OUT/summary.txt"
+. "$(dirname "$0")/device_stage.sh"
 # the accuracy suite's scipy references, in parallel, while the unit tests run on the GPU
 [ -n "${ACC:-}" ] && { python3 scripts/warm_scipy_refs.py 12 > /tmp/warm_refs.txt 2>&1 & WARM=$!; }
 stage ${T_TEST:-120} tests python3 -m pytest -q -p no:cacheprovider -n 8 tests/test_convmat.py

@@ -56,7 +56,6 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
   using S = typename T::Stage;
   using In = typename T::In;
   using Out = typename T::Out;
-  using AccT = Acc<T>;
   __shared__ __align__(16) S sA[kStripRows * kStageLd];
   __shared__ std::uint32_t sB[kRU * kTabW];
   const int j0 = blockIdx.x * kBN, i0 = blockIdx.y * kBM;
@@ -65,15 +64,7 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
   // the problem's image width (iw of F, or ih when transposed)
   const int pw = TRANS ? a.ih : a.iw;
 
-  float acc[kMT][kNT][4];
-  std::uint32_t hacc[kMT][kNT][2];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-      acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.f;
-      hacc[mt][nt][0] = hacc[mt][nt][1] = 0u;
-    }
+  Tiles<T, kMT, kNT> acc;
 
   // ldmatrix x4 of an m16 × k16 A tile: lane l gives row (l & 7) + 8·((l >> 3) & 1), column
   // 8·(l >> 4) (matrices a0..a3 of the mma's A fragment).
@@ -101,13 +92,8 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
 #pragma unroll
         for (int s = 0; s < kBK / 16; ++s) {
           const int qb = b0 + 16 * s;
-          bool nz[kNT], any = false;
-#pragma unroll
-          for (int nt = 0; nt < kNT; ++nt) {
-            nz[nt] = band_hits(qb, nt, a.kw);
-            any |= nz[nt];
-          }
-          if (!any) continue;  // block-uniform
+          bool nz[kNT];
+          if (!band_mask(nz, [&](int nt) { return band_hits(qb, nt, a.kw); })) continue;
           // B fragment of n-tile nt: k = 2t, 2t+1 (b[0]) and +8 (b[1]) at column n = g, i.e.
           // taps q = qb + 2t - 8nt - g: word 31 + 16s + 2t - 8nt - g of this stage's row.
           std::uint32_t bf[kNT][2];
@@ -123,34 +109,19 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
             ldmatrix_x4(af, a_lane + (16 * mt + uu) * kStageLd + 16 * s);
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt)
-              if (nz[nt]) AccT::mma(acc[mt][nt], hacc[mt][nt], af, bf[nt]);
+              if (nz[nt]) acc.mma(mt, nt, af, bf[nt]);
           }
         }
       }
-      if constexpr (AccT::kHalf) {
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < kNT; ++nt) AccT::flush(acc[mt][nt], hacc[mt][nt]);
-      }
+      acc.flush();
     }
   }
 
-  Out* out = static_cast<Out*>(a.out);
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = i0 + warp * kWM + 16 * mt + g + 8 * (e >> 1);
-        const int j = j0 + 8 * nt + 2 * t + (e & 1);
-        if (i < a.oh && j < a.ow) {
-          const std::size_t o = TRANS ? static_cast<std::size_t>(j) * a.out_ld + i
-                                      : static_cast<std::size_t>(i) * a.out_ld + j;
-          out[o] = i2t::narrow<Out>(acc[mt][nt][e]);
-        }
-      }
+  acc.store(static_cast<Out*>(a.out), [&](int r, int c) -> long long {
+    const int i = i0 + warp * kWM + r, j = j0 + c;
+    if (i >= a.oh || j >= a.ow) return -1;
+    return TRANS ? static_cast<long long>(j) * a.out_ld + i : static_cast<long long>(i) * a.out_ld + j;
+  });
 }
 
 // MMAs (m16n8k16) the kernel issues for the problem oh × ow, kernel kh × kw (a CTA clipped at

@@ -35,25 +35,70 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t* r, const void* p) {
                : "r"(s));
 }
 
-// Accumulators of one MMA tile: fp32 (fp16fp32, bf16) directly; fp16 asks the tensor cores for a
-// half accumulator (the im2tensor paper's fp16) over one staged K chunk, then adds that into
-// fp32, as im2tensor's mma path does (a whole-K half sum would lose the small addends).
-template <class T>
-struct Acc {
+// A warp's MT × NT accumulator tiles (m16n8): fp32 (fp16fp32, bf16) directly; fp16 asks the
+// tensor cores for a half accumulator (the im2tensor paper's fp16) over one staged K chunk, then
+// flush() adds that into fp32, as im2tensor's mma path does (a whole-K half sum would lose the
+// small addends).
+template <class T, int MT, int NT>
+struct Tiles {
   static constexpr bool kHalf = MmaOp<T>::CREGS == 2;
-  __device__ static void mma(float* f, std::uint32_t* h, const std::uint32_t* a,
-                             const std::uint32_t* b) {
-    if constexpr (kHalf) MmaOp<T>::run(h, a, b);
-    else MmaOp<T>::runf(f, a, b);
+  float f[MT][NT][4];
+  std::uint32_t h[MT][NT][2];
+  __device__ Tiles() {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        f[mt][nt][0] = f[mt][nt][1] = f[mt][nt][2] = f[mt][nt][3] = 0.f;
+        h[mt][nt][0] = h[mt][nt][1] = 0u;
+      }
   }
-  __device__ static void flush(float* f, std::uint32_t* h) {
+  __device__ __forceinline__ void mma(int mt, int nt, const std::uint32_t* a,
+                                      const std::uint32_t* b) {
+    if constexpr (kHalf) MmaOp<T>::run(h[mt][nt], a, b);
+    else MmaOp<T>::runf(f[mt][nt], a, b);
+  }
+  __device__ __forceinline__ void flush() {
     if constexpr (kHalf) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) f[e] += MmaOp<T>::get(h, e);
-      h[0] = h[1] = 0u;
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) f[mt][nt][e] += MmaOp<T>::get(h[mt][nt], e);
+          h[mt][nt][0] = h[mt][nt][1] = 0u;
+        }
     }
   }
+  // Element e of tile (mt, nt) is row 16mt + g + 8(e/2), column 8nt + 2t + e%2 of the warp's
+  // block; at(row, col) gives its offset in out, or -1 outside the output.
+  template <class Out, class At>
+  __device__ __forceinline__ void store(Out* out, At at) const {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const long long o = at(16 * mt + g + 8 * (e >> 1), 8 * nt + 2 * t + (e & 1));
+          if (o >= 0) out[o] = i2t::narrow<Out>(f[mt][nt][e]);
+        }
+  }
 };
+
+// Which of the N tiles along the band a 16-wide K step touches (hits(i)); false when none, so
+// the block skips the step (the all-zero blocks of lcm / rcm are never multiplied).
+template <int N, class Hits>
+__device__ __forceinline__ bool band_mask(bool (&nz)[N], Hits hits) {
+  bool any = false;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    nz[i] = hits(i);
+    any |= nz[i];
+  }
+  return any;
+}
 
 // The memory-reference mechanism of eqs. 6-7 as a table: for each row w of the table (a kernel
 // row, or a kernel column when by_column), word p packs the two Stage values of taps

@@ -50,22 +50,13 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_rows_kernel(Args a) {
   using S = typename T::Stage;
   using In = typename T::In;
   using Out = typename T::Out;
-  using AccT = Acc<T>;
   __shared__ __align__(16) S sT[kStripCols * kStageLd];  // sT[col][u'] = F[y0+u0+u'][j0+v0+col]
   __shared__ std::uint32_t sK[kVC * kTabW];
   const int j0 = blockIdx.x * kBN, y0 = blockIdx.y * kMR;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const bool active = j0 + warp * kWN < a.ow;  // warp-uniform: columns past the output idle
 
-  float acc[kMT][kNT][4];
-  std::uint32_t hacc[kMT][kNT][2];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-      acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.f;
-      hacc[mt][nt][0] = hacc[mt][nt][1] = 0u;
-    }
+  Tiles<T, kMT, kNT> acc;
 
   // ldmatrix x4 of two n-tiles' B fragments (the pointer matrix p): lane l addresses strip
   // column 64w + (l & 7) + 8·(l >> 4) (+ 16 per pair of n-tiles, + v), strip row 8·((l >> 3) & 1).
@@ -89,13 +80,8 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_rows_kernel(Args a) {
 #pragma unroll
         for (int s = 0; s < kUC / 16; ++s) {
           const int ub = u0 + 16 * s;
-          bool nz[kMT], any = false;
-#pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) {
-            nz[mt] = band_hits(ub, mt, a.kh);
-            any |= nz[mt];
-          }
-          if (!any) continue;  // block-uniform
+          bool nz[kMT];
+          if (!band_mask(nz, [&](int mt) { return band_hits(ub, mt, a.kh); })) continue;
           std::uint32_t bf[kNT][2];
 #pragma unroll
           for (int p = 0; p < kNT / 2; ++p) {
@@ -115,32 +101,19 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_rows_kernel(Args a) {
             const std::uint32_t* krow = sK + vv * kTabW + kQOff + 16 * s + 2 * t - 16 * mt - g;
             const std::uint32_t af[4] = {krow[0], krow[-8], krow[8], krow[0]};
 #pragma unroll
-            for (int nt = 0; nt < kNT; ++nt) AccT::mma(acc[mt][nt], hacc[mt][nt], af, bf[nt]);
+            for (int nt = 0; nt < kNT; ++nt) acc.mma(mt, nt, af, bf[nt]);
           }
         }
       }
-      if constexpr (AccT::kHalf) {
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < kNT; ++nt) AccT::flush(acc[mt][nt], hacc[mt][nt]);
-      }
+      acc.flush();
     }
   }
   if (!active) return;
 
-  Out* out = static_cast<Out*>(a.out);
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = y0 + 16 * mt + g + 8 * (e >> 1);
-        const int j = j0 + warp * kWN + 8 * nt + 2 * t + (e & 1);
-        if (i < a.oh && j < a.ow)
-          out[static_cast<std::size_t>(i) * a.out_ld + j] = i2t::narrow<Out>(acc[mt][nt][e]);
-      }
+  acc.store(static_cast<Out*>(a.out), [&](int r, int c) -> long long {
+    const int i = y0 + r, j = j0 + warp * kWN + c;
+    return i < a.oh && j < a.ow ? static_cast<long long>(i) * a.out_ld + j : -1;
+  });
 }
 
 template <class T>
