@@ -21,7 +21,6 @@ SHAPES = [
     ((300, 200), (9, 4)),     # convmat: tall kernel -> the second form (transposed)
     ((61, 301), (7, 70)),     # wide kernel: several 32-column stages of the band
     ((333, 37), (300, 4)),    # tall kernel: many 16-row stages (convmat), strip > 32 rows
-    ((20, 19), (20, 19)),     # kernel as large as the image: 1x1 output
     ((1, 200), (1, 9)),       # 1xN image
     ((150, 1), (17, 1)),      # Nx1 image: convmat's second form (a 1-wide output)
     ((129, 257), (55, 55)),   # the paper's largest size
@@ -59,6 +58,46 @@ def test_odd_shapes_vs_scipy(method, precision):
     rng = np.random.default_rng(1995)
     for ishape, kshape in SHAPES:
         check_vs_scipy(method, precision, rng, ishape, kshape)
+
+
+def _bf16(x):
+    """Round to bfloat16, nearest even, from whatever precision x holds (8 significant bits)."""
+    m, e = np.frexp(x)
+    return np.ldexp(np.rint(np.ldexp(m, 8)), e - 8)
+
+
+def _as_read(image, kernel, precision):
+    """The operands as the method multiplies them: fp16 formats store half (the kernel is rounded
+    from float64 on the device, as numpy does); bf16 stores the image as float32 and the device
+    rounds that to bfloat16, the kernel straight from float64."""
+    if precision.startswith("fp16"):
+        return [x.astype(np.float16).astype(np.float64) for x in (image, kernel)]
+    return _bf16(image.astype(np.float32).astype(np.float64)), _bf16(kernel)
+
+
+# Kernel as large as the image: one output pixel, a single sample. Its error against scipy on
+# the float64 inputs is dominated by rounding the inputs to the format (bf16 on signed data:
+# 4.7 % from that alone for the 20x19 draw below, with heavy cancellation), so the method's own
+# arithmetic is checked against scipy on the rounded inputs, relative to the sum of |products|:
+# fp32 accumulation (fp16fp32, bf16) ~1e-7; fp16's half accumulator per staged K chunk measured
+# 1.2e-3 (convmat, 20x19 uniform data; ceiling 4e-3); plus the output's rounding to storage.
+ARITH_EPS = {"fp16": 4e-3, "fp16fp32": 1e-5, "bf16": 1e-5}
+
+
+@pytest.mark.parametrize("method,precision", _params())
+def test_kernel_as_large_as_image(method, precision):
+    _available(method)
+    rng = np.random.default_rng(1995)
+    for shape in ((20, 19), (1, 300), (150, 1), (64, 64)):
+        for draw in (rng.random, rng.standard_normal):
+            image, kernel = draw(shape), draw(shape)
+            out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+            assert out.shape == (1, 1)
+            a, b = _as_read(image, kernel, precision)
+            ref = float((a * b).sum())
+            scale = float(np.abs(a * b).sum())
+            err = abs(float(out[0, 0]) - ref)
+            assert err <= 2.0 ** -10 * abs(ref) + ARITH_EPS[precision] * scale, (shape, err, ref)
 
 
 @pytest.mark.parametrize("method,precision", _params())
