@@ -101,6 +101,27 @@ def test_kernel_as_large_as_image(method, precision):
 
 
 @pytest.mark.parametrize("method,precision", _params())
+def test_nonfinite_reach_only_their_windows(method, precision):
+    """The band's zero taps meet image values outside an output's window (0 × inf = NaN); such
+    sums are recomputed over their own window, so NaN/inf land exactly where scipy puts them.
+    The (12, 5) kernel takes convmat's second form."""
+    _available(method)
+    rng = np.random.default_rng(17)
+    for kshape in ((7, 12), (12, 5)):
+        image = rng.random((200, 300))
+        image[37, 41], image[150, 200], image[90, 260] = np.nan, np.inf, -np.inf
+        kernel = rng.random(kshape) + 0.1  # positive: inf stays inf, no inf - inf
+        ref = scipy.signal.correlate2d(image, kernel, "valid")
+        got = np.asarray(tc.correlate2d(image, kernel, "valid", method=method,
+                                        precision=precision), dtype=np.float64)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+        np.testing.assert_array_equal(np.sign(got[np.isinf(got)]), np.sign(ref[np.isinf(ref)]))
+        finite = np.isfinite(ref)
+        assert mape(got[finite], ref[finite]) <= mape_bound(method, precision), kshape
+
+
+@pytest.mark.parametrize("method,precision", _params())
 def test_convolve_and_modes(method, precision):
     _available(method)
     rng = np.random.default_rng(7)

@@ -117,11 +117,23 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
     }
   }
 
-  acc.store(static_cast<Out*>(a.out), [&](int r, int c) -> long long {
-    const int i = i0 + warp * kWM + r, j = j0 + c;
-    if (i >= a.oh || j >= a.ow) return -1;
-    return TRANS ? static_cast<long long>(j) * a.out_ld + i : static_cast<long long>(i) * a.out_ld + j;
-  });
+  acc.store(
+      static_cast<Out*>(a.out),
+      [&](int r, int c) -> long long {
+        const int i = i0 + warp * kWM + r, j = j0 + c;
+        if (i >= a.oh || j >= a.ow) return -1;
+        return TRANS ? static_cast<long long>(j) * a.out_ld + i
+                     : static_cast<long long>(i) * a.out_ld + j;
+      },
+      [&](int r, int c) {
+        return direct_sum<T>(
+            i0 + warp * kWM + r, j0 + c, a.kh, a.kw,
+            [&](int y, int x) {
+              return TRANS ? img[static_cast<std::size_t>(x) * a.in_ld + y]
+                           : img[static_cast<std::size_t>(y) * a.in_ld + x];
+            },
+            [&](int u, int v) { return table_tap<T>(a.tab, a.tabw, u, v); });
+      });
 }
 
 // MMAs (m16n8k16) the kernel issues for the problem oh × ow, kernel kh × kw (a CTA clipped at

@@ -71,9 +71,12 @@ struct Tiles {
     }
   }
   // Element e of tile (mt, nt) is row 16mt + g + 8(e/2), column 8nt + 2t + e%2 of the warp's
-  // block; at(row, col) gives its offset in out, or -1 outside the output.
-  template <class Out, class At>
-  __device__ __forceinline__ void store(Out* out, At at) const {
+  // block; at(row, col) gives its offset in out, or -1 outside the output. A NaN or inf in the
+  // image also reaches the sums of neighbouring outputs through the band's zero taps (0 × inf),
+  // always as NaN: a finite sum had no non-finite operand, and a non-finite one is recomputed
+  // over its own window by direct(row, col), so exactly scipy's outputs are non-finite.
+  template <class Out, class At, class Direct>
+  __device__ __forceinline__ void store(Out* out, At at, Direct direct) const {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -81,11 +84,35 @@ struct Tiles {
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const long long o = at(16 * mt + g + 8 * (e >> 1), 8 * nt + 2 * t + (e & 1));
-          if (o >= 0) out[o] = i2t::narrow<Out>(f[mt][nt][e]);
+          const int r = 16 * mt + g + 8 * (e >> 1), c = 8 * nt + 2 * t + (e & 1);
+          const long long o = at(r, c);
+          if (o < 0) continue;
+          float v = f[mt][nt][e];
+          if (!isfinite(v)) v = direct(r, c);
+          out[o] = i2t::narrow<Out>(v);
         }
   }
 };
+
+// Tap q of pair-table row w (the low half of word q + kQOff) as float, for the direct sums.
+template <class T>
+__device__ __forceinline__ float table_tap(const std::uint32_t* tab, int tabw, int w, int q) {
+  using S = typename T::Stage;
+  struct alignas(4) Pair { S lo, hi; };
+  const std::uint32_t word = tab[static_cast<std::size_t>(w) * tabw + q + kQOff];
+  return static_cast<float>(reinterpret_cast<const Pair*>(&word)->lo);
+}
+
+// Σ_u Σ_v F(i+u, j+v) k[u][v] by direct FMA in fp32, operands rounded as the tensor cores read
+// them; F(y, x) and k[u][v] come from the caller's accessors (a transposed view, a table).
+template <class T, class Img, class Tap>
+__device__ float direct_sum(int i, int j, int kh, int kw, Img img, Tap tap) {
+  float s = 0.f;
+  for (int u = 0; u < kh; ++u)
+    for (int v = 0; v < kw; ++v)
+      s = fmaf(static_cast<float>(i2t::to_stage<T>(img(i + u, j + v))), tap(u, v), s);
+  return s;
+}
 
 // Which of the N tiles along the band a 16-wide K step touches (hits(i)); false when none, so
 // the block skips the step (the all-zero blocks of lcm / rcm are never multiplied).

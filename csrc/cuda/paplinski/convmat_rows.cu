@@ -110,10 +110,19 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_rows_kernel(Args a) {
   }
   if (!active) return;
 
-  acc.store(static_cast<Out*>(a.out), [&](int r, int c) -> long long {
-    const int i = y0 + r, j = j0 + warp * kWN + c;
-    return i < a.oh && j < a.ow ? static_cast<long long>(i) * a.out_ld + j : -1;
-  });
+  const In* img = static_cast<const In*>(a.in);
+  acc.store(
+      static_cast<Out*>(a.out),
+      [&](int r, int c) -> long long {
+        const int i = y0 + r, j = j0 + warp * kWN + c;
+        return i < a.oh && j < a.ow ? static_cast<long long>(i) * a.out_ld + j : -1;
+      },
+      [&](int r, int c) {
+        return direct_sum<T>(
+            y0 + r, j0 + warp * kWN + c, a.kh, a.kw,
+            [&](int y, int x) { return img[static_cast<std::size_t>(y) * a.in_ld + x]; },
+            [&](int u, int v) { return table_tap<T>(a.tab, a.tabw, v, u); });
+      });
 }
 
 template <class T>
