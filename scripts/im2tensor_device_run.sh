@@ -2,14 +2,7 @@
 # One call on the lent GPU machine: build, im2tensor tests, benchmarks, sanitizer, ncu.
 # Run from the repository root after `source .shared/tools/device-setup.sh`; results in $OUT.
 # Stages have their own time limits so one slow stage cannot eat the others' time.
-set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-stage() { local t=$1; shift; local name=$1; shift; local s=$(date +%s)
-  timeout "$t" "$@" > "$OUT/$name.txt" 2>&1; local r=$?
-  echo "== $name: exit $r in $(( $(date +%s) - s )) s" | tee -a "$OUT/summary.txt"; }
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv >> "$OUT/summary.txt"
+. "$(dirname "$0")/device_stage.sh"
 stage ${T_TEST:-150} tests python3 -m pytest -q --maxfail=8 -p no:cacheprovider tests/test_im2tensor.py \
   -m "not slow" ${PYTEST_EXTRA:-}
 tail -3 "$OUT/tests.txt" >> "$OUT/summary.txt"

@@ -94,6 +94,27 @@ def accuracy_kernel(k: int) -> np.ndarray:
     return np.random.default_rng(1000 + k).random((k, k))
 
 
+def check_vs_scipy(method: str, precision: str, rng, ishape, kshape) -> None:
+    """One shape against scipy.signal.correlate2d in float64: MAPE (eq. 20) on the paper's data
+    (image and kernel uniform in [0, 1)), then relative L2 on signed data (cancellation); the
+    bounds are bounds.py's."""
+    from bounds import mape_bound, rel_l2_bound
+    from tensorconv.metrics import mape, relative_l2
+
+    image, kernel = rng.random(ishape), rng.random(kshape)
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    assert out.shape == ref.shape
+    assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
+    err = mape(out, ref)
+    assert err <= mape_bound(method, precision), (ishape, kshape, err)
+    image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    err = relative_l2(out, ref)
+    assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
+
+
 def reference_dir() -> Path:
     d = cache_dir() / "refs" / f"scipy-{scipy.__version__}"
     d.mkdir(parents=True, exist_ok=True)

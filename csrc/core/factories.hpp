@@ -24,4 +24,7 @@ std::unique_ptr<Plan> make_bilateral_cpu_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_bilateral_cuda_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_bilateral_tc_32x8x16_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_bilateral_tc_16x16x16_plan(const PlanRequest&);
+// csrc/cuda/paplinski/ (CUDA builds only)
+std::unique_ptr<Plan> make_convmat_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_convmat_rows_plan(const PlanRequest&);
 }  // namespace tc

@@ -89,6 +89,16 @@ const std::vector<MethodInfo>& registry() {
        "Kondo 2022 kernel-image-loop bilateral on tensor cores, 16x16x16 layout (16 pixels x 16 "
        "taps; mma.sync)",
        "filters.bilateral"},
+      // Paplinski (1995), csrc/cuda/paplinski/: mma.sync m16n8k16 (sm_80).
+      {"convmat", Device::cuda, {P::fp16, P::fp16fp32, P::bf16}, 80,
+       TC_CUDA_FACTORY(make_convmat_plan),
+       "Paplinski eq. 2: G = lcm(F,r) rcm(H,C) as one GEMM on tensor cores, operand tiles from "
+       "the reference mechanisms (eqs. 6-8), zero K-blocks of the band skipped; lcm(H,R) rcm(F,c) "
+       "(transposed) when it needs fewer MMAs"},
+      {"convmat_rows", Device::cuda, {P::fp16, P::fp16fp32, P::bf16}, 80,
+       TC_CUDA_FACTORY(make_convmat_rows_plan),
+       "Paplinski section 2 row by row: h . gg, gg read through the pointer matrix p from a "
+       "staged strip, 32 output rows per GEMM (the shifted h's as a band) on tensor cores"},
   };
   return table;
 }
