@@ -17,4 +17,9 @@ std::unique_ptr<Plan> make_im2tensor_shmem_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_fused_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_atomic_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_cublas_plan(const PlanRequest&);
+// csrc/cuda/fir/ (CUDA builds only)
+std::unique_ptr<Plan> make_fir_kl_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_fir_ki_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_fir_ki_32x8_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_fir_dki_plan(const PlanRequest&);
 }  // namespace tc
