@@ -47,6 +47,8 @@ def main(argv=None):
     ap.add_argument("--rmax", type=int, default=31)
     ap.add_argument("--methods", default=",".join(FIR + PEERS))
     ap.add_argument("--budget-s", type=float, default=240.0)
+    ap.add_argument("--sweep", default="", help="fir_dki tile sweep 'Wc:dB,...' at 4096², "
+                    "through the benchmark-only TENSORCONV_FIR_WC/_DB overrides")
     args = ap.parse_args(argv)
     if args.replot:
         plot(args.replot)
@@ -132,6 +134,8 @@ def main(argv=None):
                              "median_ms": round(ms, 5), "runs": 20,
                              "mape_pct": gc.mape_gpu(res["y"][0, 0], ref)})
                 print(json.dumps(rows[-1]), flush=True)
+    if args.sweep:
+        sweep(rows, args.sweep, gc, tc, torch)
     meta["skipped_for_time"] = skipped
     with open(args.out, "w") as f:
         json.dump(meta, f, indent=1)
@@ -143,10 +147,41 @@ def main(argv=None):
     return 0
 
 
+def sweep(rows, spec, gc, tc, torch):
+    name, img64 = gc.load_image(4096)
+    for r in (3, 7, 15, 23):
+        k64, k = gaussian_r(r), 2 * r + 1
+        o = 4096 - k + 1
+        x = img64.to(torch.float16).contiguous()
+        out = torch.empty((o, o), dtype=torch.float16, device="cuda")
+        for item in spec.split(","):
+            wc, db = item.split(":")
+            os.environ["TENSORCONV_FIR_WC"], os.environ["TENSORCONV_FIR_DB"] = wc, db
+            try:
+                p = tc.plan(k64, (4096, 4096), mode="valid", method="fir_dki",
+                            precision="fp16fp32")
+            except Exception as e:
+                print(f"sweep {item} r={r}: {e}", flush=True)
+                continue
+            finally:
+                del os.environ["TENSORCONV_FIR_WC"], os.environ["TENSORCONV_FIR_DB"]
+            run, st = p._plan.run, torch.cuda.current_stream().cuda_stream
+
+            def fn(i):
+                run(x.data_ptr(), 4096, 4096, 4096, out.data_ptr(), o, o, o, "float16", True, st)
+
+            rows.append({"impl": "fir_dki", "precision": "fp16fp32", "image": [4096, 4096],
+                         "kernel": [k, k], "r": r, "kernel_kind": "gaussian", "timing": "kernel",
+                         "median_ms": round(gc.event_median(fn, 1), 5), "runs": 20,
+                         "variant": f"Wc={wc},dB={db}"})
+            print(json.dumps(rows[-1]), flush=True)
+
+
 def summarize(meta):
     def get(impl, size, r, prec="fp16fp32"):
         for x in meta["rows"]:
-            if (x["impl"], x["image"][0], x.get("r"), x["precision"]) == (impl, size, r, prec):
+            if (x["impl"], x["image"][0], x.get("r"), x["precision"]) == (impl, size, r, prec) \
+                    and "variant" not in x:
                 return x
         return None
 
@@ -176,7 +211,7 @@ def plot(path):
             prec = "fp16" if m.startswith("peer:") else "fp16fp32"
             pts = sorted((x["r"], x["median_ms"]) for x in meta["rows"]
                          if x["impl"] == m and x["image"][0] == size and x["precision"] == prec
-                         and x["r"] <= 23)
+                         and x["r"] <= 23 and "variant" not in x)
             if pts:
                 ax.plot(*zip(*pts), marker="o", ms=3, label=f"{m} ({prec})")
         ax.set_yscale("log")

@@ -25,6 +25,7 @@
 // are unaffected.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -187,7 +188,17 @@ class Plan final : public CudaPlan {
     const int hR = static_cast<int>(r.ih - r.kh + 1), wR = static_cast<int>(r.iw - r.kw + 1);
     // Output tile per CTA: 32 rows x 128 columns (a multiple of both KI layouts' 16 / 32 pixels);
     // DKI 256 columns, so the patch its edge shares with the next CTA costs 1/16 more, not 1/8.
-    const int Wc = s == Scheme::dki ? 256 : 128, dB = 32;
+    int Wc = s == Scheme::dki ? 256 : 128, dB = 32;
+    // Benchmark-only overrides (as im2tensor's TENSORCONV_I2T_*), so one build can sweep the
+    // tile and the tests can reach every geometry; ignored unless valid.
+    if (const char* e = std::getenv("TENSORCONV_FIR_WC")) {
+      const int v = std::atoi(e);
+      if (v >= 32 && v % 32 == 0 && v <= 1024) Wc = v;
+    }
+    if (const char* e = std::getenv("TENSORCONV_FIR_DB")) {
+      const int v = std::atoi(e);
+      if (v >= 1 && v <= 256) dB = v;
+    }
     for (int u0 = 0; u0 < kh; u0 += kBlock) {
       for (int v0 = 0; v0 < kw; v0 += kBlock) {
         Block b;
