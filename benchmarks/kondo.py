@@ -25,7 +25,6 @@ import numpy as np
 
 FIR = ("fir_kl", "fir_ki", "fir_ki_32x8", "fir_dki")
 PEERS = ("naive_shmem", "im2tensor_fused")
-STORAGE = {"fp16": "float16", "fp16fp32": "float16", "bf16": "float32"}
 EXTRA_PREC_R = (3, 7, 15, 23)    # fp16 and bf16 rows
 CUDNN_R = (1, 3, 7, 15, 23)      # peer:torch_conv2d fp16 rows
 R_TIME = range(1, 24)            # timed at both sizes
@@ -85,7 +84,6 @@ def main(argv=None):
             k = 2 * r + 1
             if k > size:
                 continue
-            oh = ow = size - k + 1
             k64 = gaussian_r(r)
             ref = gc.fft_reference(img64, torch.tensor(k64, device="cuda"))
             for m in names:
@@ -99,26 +97,14 @@ def main(argv=None):
                     except Exception as e:  # report, keep going
                         print(f"plan {m} {prec} r={r}: {e}", flush=True)
                         continue
-                    dt = gc.TORCH_STORAGE[prec]
-                    nbytes = size * size * torch.finfo(dt).bits // 8
-                    n_in = max(1, min(8, -(-2 * gc.L2_BYTES // max(nbytes, 1))))
-                    xs = [img64.to(dt).contiguous() for _ in range(n_in)]
-                    out = torch.empty((oh, ow), dtype=dt, device="cuda")
-                    stream = torch.cuda.current_stream().cuda_stream
-                    run = p._plan.run
-
-                    def fn(i):
-                        run(xs[i].data_ptr(), size, size, size, out.data_ptr(), oh, ow, ow,
-                            STORAGE[prec], True, stream)
-
-                    ms = gc.event_median(fn, n_in)
+                    ms, out = gc.time_plan(p, img64, prec)
                     rows.append({"impl": m, "precision": prec, "image": [size, size],
                                  "kernel": [k, k], "r": r, "kernel_kind": "gaussian",
                                  "timing": "kernel", "median_ms": round(ms, 5), "runs": 20,
                                  "extra_bytes": p.workspace_bytes,
                                  "mape_pct": gc.mape_gpu(out, ref)})
                     print(json.dumps(rows[-1]), flush=True)
-                    del xs, out, p
+                    del out, p
             if r in CUDNN_R and time.time() - t0 <= args.budget_s:
                 x = img64.to(torch.float16)[None, None].contiguous()
                 w = torch.tensor(k64, device="cuda").to(torch.float16)[None, None].contiguous()
@@ -135,7 +121,7 @@ def main(argv=None):
                              "mape_pct": gc.mape_gpu(res["y"][0, 0], ref)})
                 print(json.dumps(rows[-1]), flush=True)
     if args.sweep:
-        sweep(rows, args.sweep, gc, tc, torch)
+        sweep(rows, args.sweep, gc, tc)
     meta["skipped_for_time"] = skipped
     with open(args.out, "w") as f:
         json.dump(meta, f, indent=1)
@@ -147,13 +133,10 @@ def main(argv=None):
     return 0
 
 
-def sweep(rows, spec, gc, tc, torch):
+def sweep(rows, spec, gc, tc):
     name, img64 = gc.load_image(4096)
     for r in (3, 7, 15, 23):
         k64, k = gaussian_r(r), 2 * r + 1
-        o = 4096 - k + 1
-        x = img64.to(torch.float16).contiguous()
-        out = torch.empty((o, o), dtype=torch.float16, device="cuda")
         for item in spec.split(","):
             wc, db = item.split(":")
             os.environ["TENSORCONV_FIR_WC"], os.environ["TENSORCONV_FIR_DB"] = wc, db
@@ -165,14 +148,10 @@ def sweep(rows, spec, gc, tc, torch):
                 continue
             finally:
                 del os.environ["TENSORCONV_FIR_WC"], os.environ["TENSORCONV_FIR_DB"]
-            run, st = p._plan.run, torch.cuda.current_stream().cuda_stream
-
-            def fn(i):
-                run(x.data_ptr(), 4096, 4096, 4096, out.data_ptr(), o, o, o, "float16", True, st)
-
             rows.append({"impl": "fir_dki", "precision": "fp16fp32", "image": [4096, 4096],
                          "kernel": [k, k], "r": r, "kernel_kind": "gaussian", "timing": "kernel",
-                         "median_ms": round(gc.event_median(fn, 1), 5), "runs": 20,
+                         "median_ms": round(gc.time_plan(p, img64, "fp16fp32")[0], 5),
+                         "runs": 20,
                          "variant": f"Wc={wc},dB={db}"})
             print(json.dumps(rows[-1]), flush=True)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.signal
 from bounds import mape_bound, rel_l2_bound
-from conftest import accuracy_kernel, scipy_reference
+from conftest import accuracy_kernel, check_vs_scipy, require_available, scipy_reference
 
 import tensorconv as tc
 from tensorconv.metrics import mape, relative_l2
@@ -35,36 +35,13 @@ SHAPES = [
 pytestmark = pytest.mark.gpu
 
 
-def _available(method):
-    m = {x.name: x for x in tc.methods()}[method]
-    if not m.available:
-        pytest.skip(f"{method}: {m.reason}")
-
-
-def _check_vs_scipy(method, precision, rng, ishape, kshape):
-    # MAPE (eq. 20) on the paper's data: image and kernel uniform in [0, 1)
-    image, kernel = rng.random(ishape), rng.random(kshape)
-    ref = scipy.signal.correlate2d(image, kernel, "valid")
-    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
-    assert out.shape == ref.shape
-    assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
-    err = mape(out, ref)
-    assert err <= mape_bound(method, precision), (ishape, kshape, err)
-    # signed data: cancellation, relative L2
-    image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
-    ref = scipy.signal.correlate2d(image, kernel, "valid")
-    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
-    err = relative_l2(out, ref)
-    assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
-
-
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", METHODS)
 def test_odd_shapes_vs_scipy(method, precision):
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(2022)
     for ishape, kshape in SHAPES:
-        _check_vs_scipy(method, precision, rng, ishape, kshape)
+        check_vs_scipy(method, precision, rng, ishape, kshape)
 
 
 # Benchmark-only tile overrides reach geometries the defaults pick only elsewhere: one-warp-row
@@ -73,19 +50,19 @@ def test_odd_shapes_vs_scipy(method, precision):
 @pytest.mark.parametrize("precision", ("fp16", "fp16fp32", "bf16"))
 @pytest.mark.parametrize("method", METHODS)
 def test_tile_geometries(method, precision, wc, db, monkeypatch):
-    _available(method)
+    require_available(method)
     monkeypatch.setenv("TENSORCONV_FIR_WC", str(wc))
     monkeypatch.setenv("TENSORCONV_FIR_DB", str(db))
     rng = np.random.default_rng(wc + db)
     for ishape, kshape in (((150, 700), (15, 15)), ((90, 530), (25, 9)), ((130, 640), (64, 64)),
                            ((40, 300), (1, 1))):
-        _check_vs_scipy(method, precision, rng, ishape, kshape)
+        check_vs_scipy(method, precision, rng, ishape, kshape)
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", METHODS)
 def test_convolve_same_modes(method, precision):
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(17)
     image, kernel = rng.standard_normal((57, 83)), rng.standard_normal((9, 14))
     for boundary in ("fill", "symm", "wrap"):
@@ -99,7 +76,7 @@ def test_convolve_same_modes(method, precision):
 def test_strided_and_misaligned_device_rows(method, precision):
     """Device arrays run in place: rows longer than the image (row stride > width) and a
     pointer off the 16-byte alignment take the element-wise staging path."""
-    _available(method)
+    require_available(method)
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(4)
     ih, iw, kh, kw = 70, 101, 11, 13
@@ -124,7 +101,7 @@ def test_strided_and_misaligned_device_rows(method, precision):
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", METHODS)
 def test_repeats_bit_identical(method, precision):
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(5)
     image, kernel = rng.random((300, 517)), rng.random((25, 70))
     p = tc.plan(kernel, image.shape, mode="valid", method=method, precision=precision)
@@ -139,7 +116,7 @@ def test_nan_spreads_within_padded_window(method):
     """Documented behaviour (csrc/cuda/fir/fir.cuh): a NaN pixel makes NaN every output whose
     window covers it, plus at most the outputs whose window padded to a multiple of 16 covers it
     (0 * NaN); outputs farther away stay finite and correct."""
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(8)
     image, kernel = rng.random((80, 120)), rng.random((5, 7))
     image[40, 60] = np.nan
@@ -157,7 +134,7 @@ def test_nan_spreads_within_padded_window(method):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_workspace_only_for_split_kernels(method):
-    _available(method)
+    require_available(method)
     small = tc.plan(np.ones((63, 63)), (200, 200), mode="valid", method=method,
                     precision="fp16fp32")
     assert small.workspace_bytes == 0
@@ -167,7 +144,7 @@ def test_workspace_only_for_split_kernels(method):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_unsupported_precision_names_the_choices(method):
-    _available(method)
+    require_available(method)
     with pytest.raises(ValueError, match="fp16, fp16fp32, bf16"):
         tc.correlate2d(np.ones((8, 8)), np.ones((3, 3)), "valid", method=method,
                        precision="fp32")
@@ -178,7 +155,7 @@ def test_unsupported_precision_names_the_choices(method):
 @pytest.mark.parametrize("method", METHODS)
 def test_usc_sipi_mape_to_k63(method, precision, usc_images):
     """The paper stopped at r = 23 (k = 47) for accuracy; the bound holds on to k = 63."""
-    _available(method)
+    require_available(method)
     for name, image in usc_images[:2]:
         for k in (3, 15, 47, 63):
             out = tc.correlate2d(image, accuracy_kernel(k), "valid", method=method,

@@ -7,11 +7,11 @@ kernel size is tests/test_accuracy.py (it enumerates these methods from the regi
 import numpy as np
 import pytest
 import scipy.signal
-from bounds import mape_bound, rel_l2_bound
-from conftest import accuracy_kernel, scipy_reference
+from bounds import mape_bound
+from conftest import accuracy_kernel, check_vs_scipy, require_available, scipy_reference
 
 import tensorconv as tc
-from tensorconv.metrics import mape, relative_l2
+from tensorconv.metrics import mape
 
 VARIANTS = ("im2tensor", "im2tensor_shmem", "im2tensor_fused", "im2tensor_atomic",
             "im2tensor_cublas")
@@ -32,36 +32,13 @@ SHAPES = [
 pytestmark = pytest.mark.gpu
 
 
-def _available(method):
-    m = {x.name: x for x in tc.methods()}[method]
-    if not m.available:
-        pytest.skip(f"{method}: {m.reason}")
-
-
-def _check_vs_scipy(method, precision, rng, ishape, kshape):
-    # MAPE (eq. 20) on the paper's data: image and kernel uniform in [0, 1)
-    image, kernel = rng.random(ishape), rng.random(kshape)
-    ref = scipy.signal.correlate2d(image, kernel, "valid")
-    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
-    assert out.shape == ref.shape
-    assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
-    err = mape(out, ref)
-    assert err <= mape_bound(method, precision), (ishape, kshape, err)
-    # signed data: cancellation, relative L2
-    image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
-    ref = scipy.signal.correlate2d(image, kernel, "valid")
-    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
-    err = relative_l2(out, ref)
-    assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
-
-
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", VARIANTS)
 def test_odd_shapes_vs_scipy(method, precision):
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(2022)
     for ishape, kshape in SHAPES:
-        _check_vs_scipy(method, precision, rng, ishape, kshape)
+        check_vs_scipy(method, precision, rng, ishape, kshape)
 
 
 # The mma.sync path of fused / atomic (fp16, fp16fp32, bf16; kh, kw <= 64): a CTA walks nh
@@ -81,18 +58,18 @@ MMA_SHAPES = [
 @pytest.mark.parametrize("precision", ("fp16", "fp16fp32", "bf16"))
 @pytest.mark.parametrize("method", ("im2tensor_fused", "im2tensor_atomic"))
 def test_mma_pass_geometries(method, precision, nh, db, monkeypatch):
-    _available(method)
+    require_available(method)
     monkeypatch.setenv("TENSORCONV_I2T_NH", str(nh))
     monkeypatch.setenv("TENSORCONV_I2T_DB", str(db))
     rng = np.random.default_rng(nh * 100 + db)
     for ishape, kshape in MMA_SHAPES:
-        _check_vs_scipy(method, precision, rng, ishape, kshape)
+        check_vs_scipy(method, precision, rng, ishape, kshape)
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", [v for v in VARIANTS if v != "im2tensor_atomic"])
 def test_repeats_bit_identical(method, precision):
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(5)
     image, kernel = rng.random((300, 517)), rng.random((25, 70))
     p = tc.plan(kernel, image.shape, mode="valid", method=method, precision=precision)
@@ -110,7 +87,7 @@ ATOMIC_SPREAD = {"fp16": 2.0 ** -9, "fp16fp32": 2.0 ** -9, "bf16": 2.0 ** -21,
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_atomic_repeats_bounded(precision):
-    _available("im2tensor_atomic")
+    require_available("im2tensor_atomic")
     rng = np.random.default_rng(6)
     image, kernel = rng.random((300, 517)), rng.random((25, 70))
     p = tc.plan(kernel, image.shape, mode="valid", method="im2tensor_atomic",
@@ -129,7 +106,7 @@ def test_workspace_table4(precision):
     """Table 4's ordering at a smaller size: im2tensor holds P, fused only the partial sums C
     (rows shared per eq. 19), atomic nothing."""
     for m in ("im2tensor", "im2tensor_fused", "im2tensor_atomic"):
-        _available(m)
+        require_available(m)
     kernel = np.random.default_rng(0).random((15, 15))
     ws = {m: tc.plan(kernel, (1024, 1024), mode="valid", method=m, precision=precision)
           .workspace_bytes for m in ("im2tensor", "im2tensor_shmem", "im2tensor_fused",
@@ -148,7 +125,7 @@ def test_workspace_table4(precision):
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", VARIANTS)
 def test_usc_sipi_subset(method, precision, usc_images):
-    _available(method)
+    require_available(method)
     for name, image in usc_images[:3]:
         for k in (3, 15, 55):
             out = tc.correlate2d(image, accuracy_kernel(k), "valid", method=method,
@@ -158,7 +135,7 @@ def test_usc_sipi_subset(method, precision, usc_images):
 
 
 def test_bad_precision_names_the_choices():
-    _available("im2tensor_fused")
+    require_available("im2tensor_fused")
     with pytest.raises(ValueError, match="precision"):
         tc.correlate2d(np.ones((8, 8)), np.ones((3, 3)), "valid", method="im2tensor_fused",
                        precision="fp8")

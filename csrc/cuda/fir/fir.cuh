@@ -168,7 +168,17 @@ __host__ __device__ inline std::size_t stage_bytes(const Geo& g) {
   return align_up(2 * static_cast<std::size_t>(g.rowsS) * g.ldS, 128);
 }
 
+// The CTA's output tile and the lane's mma.sync coordinates (group g, thread-in-group t).
+struct Cta {
+  int c0, r0, warp, lane, gq, tq;
+  __device__ explicit Cta(const Geo& g)
+      : c0(blockIdx.x * g.Wc), r0(blockIdx.y * g.dB), warp(threadIdx.x >> 5),
+        lane(threadIdx.x & 31), gq((threadIdx.x & 31) >> 2), tq(threadIdx.x & 3) {}
+};
+
 using KernelFn = void (*)(Args);
+// X(T) for the three precisions' traits (explicit instantiations in each method's .cu).
+#define TC_FIR_FOR_PRECISIONS(X) X(TrFp16) X(TrFp16Fp32) X(TrBf16)
 
 // Per-scheme launch choices, defined in each method's .cu.
 template <class T> KernelFn kl_kernel(const Geo& g);

@@ -39,9 +39,8 @@ __global__ void __launch_bounds__(kWarps * 32) dki_kernel_t(Args a) {
   using S = typename T::Stage;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const Geo& g = a.g;
-  const int c0 = blockIdx.x * g.Wc, r0 = blockIdx.y * g.dB;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int gq = lane >> 2, tq = lane & 3;
+  const Cta cta(g);
+  const int c0 = cta.c0, r0 = cta.r0, warp = cta.warp, lane = cta.lane, gq = cta.gq, tq = cta.tq;
   float* racc = reinterpret_cast<float*>(smem_raw + stage_bytes(g)) + warp * racc_words(g.Wc);
   for (int i = lane; i < racc_words(g.Wc); i += 32) racc[i] = 0.f;
 
@@ -118,9 +117,9 @@ KernelFn dki_kernel(const Geo& g) {
   throw ValueError("fir_dki: no kernel for this block shape");
 }
 
-template KernelFn dki_kernel<TrFp16>(const Geo&);
-template KernelFn dki_kernel<TrFp16Fp32>(const Geo&);
-template KernelFn dki_kernel<TrBf16>(const Geo&);
+#define TC_FIR_INST(T) template KernelFn dki_kernel<T>(const Geo&);
+TC_FIR_FOR_PRECISIONS(TC_FIR_INST)
+#undef TC_FIR_INST
 
 }  // namespace fir
 }  // namespace cuda

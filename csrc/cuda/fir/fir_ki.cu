@@ -23,9 +23,8 @@ __global__ void __launch_bounds__(kWarps * 32) ki_kernel_t(Args a) {
   using S = typename T::Stage;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const Geo& g = a.g;
-  const int c0 = blockIdx.x * g.Wc, r0 = blockIdx.y * g.dB;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int gq = lane >> 2, tq = lane & 3;
+  const Cta cta(g);
+  const int c0 = cta.c0, r0 = cta.r0, warp = cta.warp, gq = cta.gq, tq = cta.tq;
   const S* kt = static_cast<const S*>(a.kt);  // K̂ᵀ[x][y]
   const S* sS = stage<T>(a, smem_raw, r0, c0);
   constexpr int NPIX = WIDE ? 32 : 16;
@@ -98,9 +97,9 @@ KernelFn ki_kernel(const Geo&, bool wide) {
   return wide ? ki_kernel_t<T, true> : ki_kernel_t<T, false>;
 }
 
-template KernelFn ki_kernel<TrFp16>(const Geo&, bool);
-template KernelFn ki_kernel<TrFp16Fp32>(const Geo&, bool);
-template KernelFn ki_kernel<TrBf16>(const Geo&, bool);
+#define TC_FIR_INST(T) template KernelFn ki_kernel<T>(const Geo&, bool);
+TC_FIR_FOR_PRECISIONS(TC_FIR_INST)
+#undef TC_FIR_INST
 
 }  // namespace fir
 }  // namespace cuda

@@ -20,9 +20,8 @@ __global__ void __launch_bounds__(kWarps * 32) kl_kernel_t(Args a) {
   using S = typename T::Stage;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const Geo& g = a.g;
-  const int c0 = blockIdx.x * g.Wc, r0 = blockIdx.y * g.dB;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int gq = lane >> 2, tq = lane & 3;
+  const Cta cta(g);
+  const int c0 = cta.c0, r0 = cta.r0, warp = cta.warp, lane = cta.lane, gq = cta.gq, tq = cta.tq;
   const S* kt = static_cast<const S*>(a.kt);
   const S* sS = stage<T>(a, smem_raw, r0, c0);
   const int ldS = g.ldS;
@@ -63,9 +62,9 @@ KernelFn kl_kernel(const Geo&) {
   return kl_kernel_t<T>;
 }
 
-template KernelFn kl_kernel<TrFp16>(const Geo&);
-template KernelFn kl_kernel<TrFp16Fp32>(const Geo&);
-template KernelFn kl_kernel<TrBf16>(const Geo&);
+#define TC_FIR_INST(T) template KernelFn kl_kernel<T>(const Geo&);
+TC_FIR_FOR_PRECISIONS(TC_FIR_INST)
+#undef TC_FIR_INST
 
 }  // namespace fir
 }  // namespace cuda
