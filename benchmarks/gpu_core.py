@@ -70,6 +70,26 @@ def event_median(fn, n_inputs, runs=20, warmup=3, sleep_cycles=400_000):
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
+def time_plan(p, img64, prec):
+    """Kernel time (ms, median of 20) of plan p (valid mode, square image img64 on the device)
+    and its output; inputs rotated when they fit in L2."""
+    size = img64.shape[0]
+    oh, ow = p.out_shape
+    dt = TORCH_STORAGE[prec]
+    nbytes = size * size * torch.finfo(dt).bits // 8
+    n_in = max(1, min(8, -(-2 * L2_BYTES // max(nbytes, 1))))
+    xs = [img64.to(dt).contiguous() for _ in range(n_in)]
+    out = torch.empty((oh, ow), dtype=dt, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    run = p._plan.run
+
+    def fn(i):
+        run(xs[i].data_ptr(), size, size, size, out.data_ptr(), oh, ow, ow, STORAGE[prec], True,
+            stream)
+
+    return event_median(fn, n_in), out
+
+
 def wall_median(fn, runs=5):
     times = []
     for _ in range(runs):
@@ -185,18 +205,7 @@ def main(argv=None):
                             if env:
                                 del os.environ[env[0]]
                         dt = TORCH_STORAGE[prec]
-                        nbytes = size * size * torch.finfo(dt).bits // 8
-                        n_in = max(1, min(8, -(-2 * L2_BYTES // max(nbytes, 1))))
-                        xs = [img64.to(dt).contiguous() for _ in range(n_in)]
-                        out = torch.empty((oh, ow), dtype=dt, device="cuda")
-                        stream = torch.cuda.current_stream().cuda_stream
-                        run = p._plan.run
-
-                        def fn(i):
-                            run(xs[i].data_ptr(), size, size, size, out.data_ptr(), oh, ow, ow,
-                                STORAGE[prec], True, stream)
-
-                        ms = event_median(fn, n_in)
+                        ms, out = time_plan(p, img64, prec)
                         row = {"impl": m.name, "precision": prec, "image": [size, size],
                                "kernel": [k, k], "kernel_kind": kind, "timing": "kernel",
                                "median_ms": round(ms, 5), "runs": 20,
@@ -211,7 +220,7 @@ def main(argv=None):
                             e2e = wall_median(lambda: p(host))
                             rows.append({**row, "timing": "end_to_end", "median_ms": round(e2e, 4),
                                          "runs": 5})
-                        del xs, out, p
+                        del out, p
             # ---- peers ----
             if args.no_peers:
                 continue

@@ -41,6 +41,33 @@ def float_method_params():
             params.append(pytest.param(m.name, p, marks=marks, id=f"{m.name}-{p}"))
     return params
 
+def require_available(method):
+    """Skips (with the registry's reason) when the method cannot run here."""
+    m = {x.name: x for x in tc.methods()}[method]
+    if not m.available:
+        pytest.skip(f"{method}: {m.reason}")
+
+
+def check_vs_scipy(method, precision, rng, ishape, kshape):
+    """One valid correlation against scipy in float64: MAPE (eq. 20) on the papers' data (image
+    and kernel uniform in [0, 1)), then relative L2 on signed data (cancellation)."""
+    from bounds import mape_bound, rel_l2_bound
+
+    from tensorconv.metrics import mape, relative_l2
+
+    image, kernel = rng.random(ishape), rng.random(kshape)
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    assert out.shape == ref.shape
+    assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
+    err = mape(out, ref)
+    assert err <= mape_bound(method, precision), (ishape, kshape, err)
+    image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    err = relative_l2(out, ref)
+    assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
+
 
 def pytest_configure(config):
     """Register the markers of scipy's own test classes, which tests/test_scipy_signal.py runs
@@ -92,27 +119,6 @@ def usc_images():
 def accuracy_kernel(k: int) -> np.ndarray:
     """Square kernel, coefficients uniform in [0, 1), fixed seed per size."""
     return np.random.default_rng(1000 + k).random((k, k))
-
-
-def check_vs_scipy(method: str, precision: str, rng, ishape, kshape) -> None:
-    """One shape against scipy.signal.correlate2d in float64: MAPE (eq. 20) on the paper's data
-    (image and kernel uniform in [0, 1)), then relative L2 on signed data (cancellation); the
-    bounds are bounds.py's."""
-    from bounds import mape_bound, rel_l2_bound
-    from tensorconv.metrics import mape, relative_l2
-
-    image, kernel = rng.random(ishape), rng.random(kshape)
-    ref = scipy.signal.correlate2d(image, kernel, "valid")
-    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
-    assert out.shape == ref.shape
-    assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
-    err = mape(out, ref)
-    assert err <= mape_bound(method, precision), (ishape, kshape, err)
-    image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
-    ref = scipy.signal.correlate2d(image, kernel, "valid")
-    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
-    err = relative_l2(out, ref)
-    assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
 
 
 def reference_dir() -> Path:

@@ -4,8 +4,8 @@
     compute-sanitizer --tool racecheck python tests/sanitize_gpu.py
 
 Small shapes chosen to reach tile edges, the W = 2 (half2) lane edges, every naive_shmem
-coefficient tier, separable's first/middle/last passes and its banded ring, and fft's padded,
-direct and scaled-fp16 paths. Exits non-zero when a result is wrong."""
+coefficient tier, separable's first/middle/last passes and its banded ring, fft's padded,
+direct and scaled-fp16 paths, and the Kondo FIR methods. Exits non-zero when a result is wrong."""
 
 import os
 import sys
@@ -98,6 +98,13 @@ def main():
     del os.environ["TENSORCONV_SEPARABLE_BAND_MB"], os.environ["TENSORCONV_SEPARABLE_FUSED"]
     ok &= check("fft", "fp32", rng.standard_normal((64, 60)), rng.standard_normal((3, 3)))
     ok &= check("fft", "fp64", rng.standard_normal((48, 50)), rng.standard_normal((3, 3)))
+    # Kondo FIR (csrc/cuda/fir/): every method x precision on one tile, several tiles across CTA
+    # edges, and a kernel split into 64x64 blocks (float workspace: first, middle, last launch).
+    for name in ("fir_kl", "fir_ki", "fir_ki_32x8", "fir_dki"):
+        for p in rows[name].precisions:
+            for ishape, kshape in (((37, 71), (5, 4)), ((60, 300), (20, 35)),
+                                   ((80, 200), (70, 130))):
+                ok &= check(name, p, rng.standard_normal(ishape), rng.standard_normal(kshape))
     print("ALL OK" if ok else "SOME FAILED")
     return 0 if ok else 1
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.signal
 from bounds import mape_bound
-from conftest import accuracy_kernel, check_vs_scipy, scipy_reference
+from conftest import accuracy_kernel, check_vs_scipy, require_available, scipy_reference
 
 import tensorconv as tc
 from tensorconv.metrics import mape
@@ -32,22 +32,13 @@ SHAPES = [
 pytestmark = pytest.mark.gpu
 
 
-def _available(method):
-    m = {x.name: x for x in tc.methods()}[method]
-    if not m.available:
-        pytest.skip(f"{method}: {m.reason}")
-
-
-_check_vs_scipy = check_vs_scipy
-
-
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", VARIANTS)
 def test_odd_shapes_vs_scipy(method, precision):
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(2022)
     for ishape, kshape in SHAPES:
-        _check_vs_scipy(method, precision, rng, ishape, kshape)
+        check_vs_scipy(method, precision, rng, ishape, kshape)
 
 
 # The mma.sync path of fused / atomic (fp16, fp16fp32, bf16; kh, kw <= 64): a CTA walks nh
@@ -67,18 +58,18 @@ MMA_SHAPES = [
 @pytest.mark.parametrize("precision", ("fp16", "fp16fp32", "bf16"))
 @pytest.mark.parametrize("method", ("im2tensor_fused", "im2tensor_atomic"))
 def test_mma_pass_geometries(method, precision, nh, db, monkeypatch):
-    _available(method)
+    require_available(method)
     monkeypatch.setenv("TENSORCONV_I2T_NH", str(nh))
     monkeypatch.setenv("TENSORCONV_I2T_DB", str(db))
     rng = np.random.default_rng(nh * 100 + db)
     for ishape, kshape in MMA_SHAPES:
-        _check_vs_scipy(method, precision, rng, ishape, kshape)
+        check_vs_scipy(method, precision, rng, ishape, kshape)
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", [v for v in VARIANTS if v != "im2tensor_atomic"])
 def test_repeats_bit_identical(method, precision):
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(5)
     image, kernel = rng.random((300, 517)), rng.random((25, 70))
     p = tc.plan(kernel, image.shape, mode="valid", method=method, precision=precision)
@@ -96,7 +87,7 @@ ATOMIC_SPREAD = {"fp16": 2.0 ** -9, "fp16fp32": 2.0 ** -9, "bf16": 2.0 ** -21,
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_atomic_repeats_bounded(precision):
-    _available("im2tensor_atomic")
+    require_available("im2tensor_atomic")
     rng = np.random.default_rng(6)
     image, kernel = rng.random((300, 517)), rng.random((25, 70))
     p = tc.plan(kernel, image.shape, mode="valid", method="im2tensor_atomic",
@@ -115,7 +106,7 @@ def test_workspace_table4(precision):
     """Table 4's ordering at a smaller size: im2tensor holds P, fused only the partial sums C
     (rows shared per eq. 19), atomic nothing."""
     for m in ("im2tensor", "im2tensor_fused", "im2tensor_atomic"):
-        _available(m)
+        require_available(m)
     kernel = np.random.default_rng(0).random((15, 15))
     ws = {m: tc.plan(kernel, (1024, 1024), mode="valid", method=m, precision=precision)
           .workspace_bytes for m in ("im2tensor", "im2tensor_shmem", "im2tensor_fused",
@@ -134,7 +125,7 @@ def test_workspace_table4(precision):
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", VARIANTS)
 def test_usc_sipi_subset(method, precision, usc_images):
-    _available(method)
+    require_available(method)
     for name, image in usc_images[:3]:
         for k in (3, 15, 55):
             out = tc.correlate2d(image, accuracy_kernel(k), "valid", method=method,
@@ -144,7 +135,7 @@ def test_usc_sipi_subset(method, precision, usc_images):
 
 
 def test_bad_precision_names_the_choices():
-    _available("im2tensor_fused")
+    require_available("im2tensor_fused")
     with pytest.raises(ValueError, match="precision"):
         tc.correlate2d(np.ones((8, 8)), np.ones((3, 3)), "valid", method="im2tensor_fused",
                        precision="fp8")

@@ -14,6 +14,9 @@ namespace tc {
 
 namespace {
 using P = Precision;
+// fir_ki's two layouts are two rows; the note in methods_table() says how to pick.
+std::string fir_ki_note() { return "layout 16x16x16; method='fir_ki_32x8' for 32x8x16"; }
+std::string fir_ki_32x8_note() { return "layout 32x8x16; method='fir_ki' for 16x16x16"; }
 }
 
 // The one table. Order matters only for listing; "auto" ranks methods in Python (_api.py).
@@ -99,6 +102,23 @@ const std::vector<MethodInfo>& registry() {
        TC_CUDA_FACTORY(make_convmat_rows_plan),
        "Paplinski section 2 row by row: h . gg, gg read through the pointer matrix p from a "
        "staged strip, 32 output rows per GEMM (the shifted h's as a band) on tensor cores"},
+      // Tensor-core FIR (Kondo et al. 2022), csrc/cuda/fir/. mma.sync bf16 needs sm_80.
+      {"fir_kl", Device::cuda, {P::fp16, P::fp16fp32, P::bf16}, 80,
+       TC_CUDA_FACTORY(make_fir_kl_plan),
+       "Kondo Fig. 1 kernel-loop unrolling: D = W^T x patch per pixel, output = trace of D"},
+      {"fir_ki", Device::cuda, {P::fp16, P::fp16fp32, P::bf16}, 80,
+       TC_CUDA_FACTORY(make_fir_ki_plan),
+       "Kondo Fig. 2 kernel-image-loop unrolling, 16x16x16 layout: first row of D = 16 pixels "
+       "(fir_ki_32x8 is the 32x8x16 layout)",
+       nullptr, &fir_ki_note},
+      {"fir_ki_32x8", Device::cuda, {P::fp16, P::fp16fp32, P::bf16}, 80,
+       TC_CUDA_FACTORY(make_fir_ki_32x8_plan),
+       "Kondo Fig. 2 kernel-image-loop unrolling, 32x8x16 layout: first column of D = 32 pixels",
+       nullptr, &fir_ki_32x8_note},
+      {"fir_dki", Device::cuda, {P::fp16, P::fp16fp32, P::bf16}, 80,
+       TC_CUDA_FACTORY(make_fir_dki_plan),
+       "Kondo Fig. 3 diagonal kernel-image-loop unrolling: every diagonal of W^T x patch, "
+       "patches at a kernel-width stride"},
   };
   return table;
 }
