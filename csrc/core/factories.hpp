@@ -17,4 +17,6 @@ std::unique_ptr<Plan> make_im2tensor_shmem_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_fused_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_atomic_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_cublas_plan(const PlanRequest&);
+// csrc/cuda/paplinski/ (CUDA builds only)
+std::unique_ptr<Plan> make_toeplitz_tc_plan(const PlanRequest&);
 }  // namespace tc
