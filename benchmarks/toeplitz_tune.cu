@@ -40,6 +40,8 @@ template <class T> double host_load(T x) {
   else return static_cast<double>(x);
 }
 
+static bool g_nocarry = false;  // time the one-row-block-per-CTA form
+
 struct Dev {
   void* p = nullptr;
   explicit Dev(std::size_t n) { TC_CUDA_CHECK(cudaMalloc(&p, n)); }
@@ -56,6 +58,7 @@ std::vector<double> run(const std::vector<double>& img, int ih, int iw,
   std::vector<In> hin(img.size());
   for (std::size_t i = 0; i < img.size(); ++i) hin[i] = host_store<In>(img[i]);
   Setup<P> st = prepare<P, Gm>(ker.data(), kh, kw);
+  if (g_nocarry) st.carry = false;
   Dev din(hin.size() * sizeof(In)), dout(static_cast<std::size_t>(oh) * ow * sizeof(Out));
   Dev dband(st.band.size() * sizeof(st.band[0])), dkd(st.kd.size() * sizeof(st.kd[0]));
   TC_CUDA_CHECK(cudaMemcpy(din.p, hin.data(), hin.size() * sizeof(In), cudaMemcpyHostToDevice));
@@ -111,7 +114,7 @@ void check_shapes(std::mt19937_64& rng) {
   const int shapes[][4] = {{67, 93, 3, 5},    {200, 256, 15, 15}, {61, 301, 7, 70},
                            {45, 700, 5, 131}, {333, 37, 300, 4},  {20, 19, 20, 19},
                            {1, 200, 1, 9},    {150, 1, 17, 1},    {129, 257, 55, 55},
-                           {90, 530, 25, 9}};
+                           {90, 530, 25, 9},   {2048, 2048, 9, 9}};
   std::uniform_real_distribution<double> U(0, 1);
   for (auto& s : shapes) {
     const int ih = s[0], iw = s[1], kh = s[2], kw = s[3], oh = ih - kh + 1, ow = iw - kw + 1;
@@ -130,7 +133,8 @@ void check_shapes(std::mt19937_64& rng) {
                 kh, kw, 100 * mape / (oh * ow), worst);
   }
   // NaN / inf locality
-  const int ih = 200, iw = 300, kh = 15, kw = 15, oh = ih - kh + 1, ow = iw - kw + 1;
+  // 2048^2: CTAs walk two row blocks (carried rows), so the fallback runs mid-walk too
+  const int ih = 2048, iw = 2048, kh = 7, kw = 7, oh = ih - kh + 1, ow = iw - kw + 1;
   std::vector<double> img(ih * iw), ker(kh * kw);
   for (auto& x : img) x = U(rng);
   for (auto& x : ker) x = U(rng) + 0.1;
@@ -138,6 +142,8 @@ void check_shapes(std::mt19937_64& rng) {
   img[ih * iw - 1] = INFINITY;
   img[77 * iw + 123] = INFINITY;
   img[150 * iw + 250] = NAN;
+  img[1000 * iw + 1000] = NAN;
+  img[64 * iw + 700] = INFINITY;
   img[100 * iw] = -INFINITY;
   auto out = run<P, Gm>(img, ih, iw, ker, kh, kw, nullptr);
   int wrong = 0, nonfinite = 0;
@@ -174,33 +180,39 @@ void time_geo(const std::vector<double>& img, int n, std::mt19937_64& rng, const
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const bool one = argc > 1 && std::string(argv[1]) == "--one";
   std::mt19937_64 rng(1995);
+  if (!one) {
   check_shapes<Precision::fp16>(rng);
   check_shapes<Precision::fp16fp32>(rng);
   check_shapes<Precision::bf16>(rng);
   check_shapes<Precision::tf32>(rng);
   check_shapes<Precision::fp32>(rng);
   check_shapes<Precision::fp64>(rng);
+  }
   if (quick) return 0;
   const int n = 4096;
   std::vector<double> img(static_cast<std::size_t>(n) * n);
   std::uniform_real_distribution<double> U(0, 1);
   for (auto& x : img) x = U(rng);
-  time_geo<Precision::fp16fp32, Geom<8, 4, 2, 2>>(img, n, rng, "G8x4x2");
-  time_geo<Precision::fp16fp32, Geom<4, 4, 2, 2>>(img, n, rng, "G4x4x2");
-  time_geo<Precision::fp16fp32, Geom<8, 2, 4, 2>>(img, n, rng, "G8x2x4");
-  time_geo<Precision::fp16fp32, Geom<16, 4, 2, 1>>(img, n, rng, "G16x4x2m1");
-  time_geo<Precision::fp16, Geom<8, 4, 2, 2>>(img, n, rng, "G8x4x2");
-  time_geo<Precision::fp16, Geom<16, 4, 2, 1>>(img, n, rng, "G16x4x2m1");
-  time_geo<Precision::bf16, Geom<8, 4, 2, 2>>(img, n, rng, "G8x4x2");
-  time_geo<Precision::tf32, Geom<8, 4, 2, 2>>(img, n, rng, "G8x4x2");
-  time_geo<Precision::tf32, Geom<4, 4, 2, 2>>(img, n, rng, "G4x4x2");
-  time_geo<Precision::tf32, Geom<8, 2, 4, 2>>(img, n, rng, "G8x2x4");
-  time_geo<Precision::fp32, Geom<4, 4, 2, 2>>(img, n, rng, "G4x4x2");
+  if (argc > 2 && std::string(argv[1]) == "--one") {  // one launch of a default geometry (ncu)
+    const int k = std::stoi(argv[3]);
+    std::vector<double> ker(k * k, 0.5);
+    const std::string p = argv[2];
+    if (p == "fp16fp32") run<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, n, ker, k, k, nullptr);
+    if (p == "fp32") run<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, n, ker, k, k, nullptr);
+    if (p == "tf32") run<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, n, ker, k, k, nullptr);
+    return 0;
+  }
+  time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "default");
+  time_geo<Precision::fp16, Cfg<Precision::fp16>::Geo>(img, n, rng, "default");
+  time_geo<Precision::bf16, Cfg<Precision::bf16>::Geo>(img, n, rng, "default");
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default");
+  time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "default");
+  time_geo<Precision::fp64, Cfg<Precision::fp64>::Geo>(img, n, rng, "default");
   time_geo<Precision::fp32, Geom<8, 4, 2, 1>>(img, n, rng, "G8x4x2m1");
-  time_geo<Precision::fp32, Geom<2, 4, 2, 2>>(img, n, rng, "G2x4x2");
-  time_geo<Precision::fp64, Geom<4, 4, 2, 1>>(img, n, rng, "G4x4x2m1");
-  time_geo<Precision::fp64, Geom<2, 4, 2, 2>>(img, n, rng, "G2x4x2");
-  time_geo<Precision::fp64, Geom<8, 4, 2, 1>>(img, n, rng, "G8x4x2m1");
+  g_nocarry = true;
+  time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "nocarry");
+  time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "nocarry");
   return 0;
 }

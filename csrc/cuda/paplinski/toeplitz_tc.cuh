@@ -11,17 +11,22 @@
 // kh * kw direct, so n = 8 output columns per MMA (the smallest) wastes the least.
 // Image rows are staged once per CTA in a shared-memory ring (cp.async) and serve every kernel
 // row and every column shift; kernel rows are walked in steps of S rows, the next step's image
-// rows copied while this one computes, so any kernel height fits. Kernels wider than 8 * KK
+// rows copied while this one computes, so any kernel height fits. When one step holds the whole
+// kernel, a CTA walks several row blocks down its column strip and the next block's new rows
+// are copied during this one (no load-then-compute bubble per CTA). Kernels wider than 8 KK
 // are walked in column blocks of DB chunks (accumulators stay in registers).
 // Precisions: fp16 (m16n8k16, half accumulator per kernel row, rows summed in fp32), fp16fp32
 // and bf16 (m16n8k16, fp32 accumulator), tf32 (m16n8k8), fp32 by 3xTF32 (x = big + small, both
-// tf32; big*big + big*small + small*big; each big*big MMA starts from zero and is added with an
-// FADD, since the MMA's fp32 accumulation truncates and a long chain of them biases positive
-// sums), fp64 on DMMA (m16n8k8 f64, sm_90).
+// tf32; big*big + big*small + small*big), fp64 on DMMA (m16n8k8 f64, sm_90). fp32 keeps fp32
+// accuracy because each big*big MMA starts from zero and is added to the sum by Fast2Sum, its
+// rounding error going to the cross-term accumulator: the MMA's fp32 accumulation truncates,
+// and a chain of them biased long positive sums (k = 25: MAPE 1.3e-5 % chained per MMA with
+// plain FADDs, H100).
 // NaN/inf: the band's zero taps times inf give NaN where the direct sum has none, so a warp
 // whose accumulators end non-finite recomputes its outputs by direct FMAs from global memory
 // (a non-finite datum anywhere in a warp's tiles makes its MMA results non-finite, so a finite
-// result proves the tiles were finite).
+// result proves the tiles were finite). Operands are rounded to tf32 by cvt.rna, not by bit
+// arithmetic, which would turn CUDA's canonical NaN (0x7fffffff) into -0.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -77,7 +82,7 @@ template <> struct Cfg<Precision::fp32> : Cfg<Precision::tf32> {
 template <> struct Cfg<Precision::fp64> {
   using In = double; using S = double; using Coef = double; using Acc = double;
   static constexpr int KK = 8;
-  using Geo = Geom<4, 4, 2, 1>;
+  using Geo = Geom<2, 4, 2, 2>;  // H100: G = 2 beat G = 4, 8 (one CTA per SM) at k <= 35
   static constexpr AccKind acc = AccKind::f64;
 };
 
@@ -94,7 +99,10 @@ struct Args {
   const void* kd;  // kh x kw taps in the accumulator type, rounded as the operands: the fallback
   int S, R, ld;    // kernel rows per step, ring rows, shared row stride (elements)
   int nblk, ncb;   // column blocks of DB chunks; CTA columns
+  int nph;         // row blocks a CTA walks down its column strip
+  bool carry;      // nph > 1: the next row block's new rows are copied during this one
   bool vec_ok;     // 16-byte cp.async from the image rows
+  bool pair_ok;    // two neighbouring outputs per store
 };
 
 // ---- m16n8k16 (fp16 / bf16 operands) --------------------------------------------------------
@@ -175,6 +183,16 @@ template <class Out, class Acc> __device__ __forceinline__ Out store_out(Acc x) 
   else return static_cast<Out>(x);
 }
 
+__device__ __forceinline__ void store_pair(__half* o, __half a, __half b) {
+  *reinterpret_cast<__half2*>(o) = __halves2half2(a, b);
+}
+__device__ __forceinline__ void store_pair(float* o, float a, float b) {
+  *reinterpret_cast<float2*>(o) = make_float2(a, b);
+}
+__device__ __forceinline__ void store_pair(double* o, double a, double b) {
+  *reinterpret_cast<double2*>(o) = make_double2(a, b);
+}
+
 template <Precision P, class Gm, int DB>
 __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a) {
   using C = Cfg<P>;
@@ -187,12 +205,22 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   constexpr int CW = TW - 8 + KK * DB;     // staged columns per block
   extern __shared__ __align__(16) unsigned char smem_raw[];
   S* sm = reinterpret_cast<S*>(smem_raw);
-  const int cb = blockIdx.x % a.ncb, rb = blockIdx.x / a.ncb;
-  const int r0 = rb * TH, c0 = cb * TW;
+  // Rows are counted from the CTA's first output row r0 (ring slot: row % R); row block t of
+  // the strip starts at rt = t TH.
+  const int cb = blockIdx.x % a.ncb, rbg = blockIdx.x / a.ncb;
+  const int r0 = rbg * a.nph * TH, c0 = cb * TW;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
   const int wrow = 16 * (warp / Gm::WC), wcol = 8 * G * (warp % Gm::WC);
-  const bool active = r0 + wrow < a.oh && c0 + wcol < a.ow;  // warp-uniform
-  const int nrows = TH + a.kh - 1;                           // window rows (past ih: zeros)
+  const int nrows = TH + a.kh - 1;  // window rows of a row block (past ih: zeros)
+  // Lane row offsets inside an A tile (ldmatrix: lane -> row (lane & 7) + 8 ((lane >> 3) & 1),
+  // column 8 (lane >> 4); scalar loads: rows g and g + 8, columns q and q + 4).
+  const int mrow0 = KK == 16 ? (lane & 7) + (lane & 8) : g;
+  const int mcol = KK == 16 ? 8 * (lane >> 4) : q;
+
+  for (int t = 0; t < a.nph; ++t) {
+  const int rt = t * TH;
+  if (r0 + rt >= a.oh) break;  // CTA-uniform
+  const bool active = r0 + rt + wrow < a.oh && c0 + wcol < a.ow;  // warp-uniform
 
   Acc acc[G][4];
   float acc2[C::acc == AccKind::f32x3 ? G : 1][4];  // 3xTF32: the cross terms
@@ -201,21 +229,19 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[p][e] = acc2[C::acc == AccKind::f32x3 ? p : 0][e] = 0;
 
-  // Lane row offsets inside an A tile (ldmatrix: lane -> row (lane & 7) + 8 ((lane >> 3) & 1),
-  // column 8 (lane >> 4); scalar loads: rows g and g + 8, columns q and q + 4).
-  const int mrow0 = KK == 16 ? (lane & 7) + (lane & 8) : g;
-  const int mcol = KK == 16 ? 8 * (lane >> 4) : q;
-
   for (int blk = 0; blk < a.nblk; ++blk) {
     const int cs = c0 + KK * DB * blk;
-    const int first = min(nrows, TH + a.S - 1);
-    stage_rows<P>(a, sm, r0, cs, 0, first, CW);
-    cp_async_wait_all();
-    __syncthreads();
+    if (t == 0 || !a.carry) {  // carried: copied during the previous row block
+      stage_rows<P>(a, sm, r0, cs, rt, rt + min(nrows, TH + a.S - 1), CW);
+      cp_async_wait_all();
+      __syncthreads();
+    }
     for (int u0 = 0; u0 < a.kh; u0 += a.S) {
       if (u0 + a.S < a.kh) {  // the next step's new rows, into slots this step does not read
-        const int lo = TH + a.S - 1 + u0;
-        stage_rows<P>(a, sm, r0, cs, lo, min(nrows, lo + a.S), CW);
+        const int lo = rt + TH + a.S - 1 + u0;
+        stage_rows<P>(a, sm, r0, cs, lo, min(rt + nrows, lo + a.S), CW);
+      } else if (a.carry && t + 1 < a.nph) {  // S = kh, one block: the next row block's rows
+        stage_rows<P>(a, sm, r0, cs, rt + nrows, rt + TH + nrows, CW);
       }
       if (active) {
         const int u1 = min(u0 + a.S, a.kh);
@@ -237,7 +263,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
         for (int u = u0; u < u1; ++u) {
           Coef nx[DB], ny[DB];
           load_b(u + 1 < u1 ? u + 1 : u, nx, ny);
-          int s0 = (wrow + u + mrow0) % a.R, s8 = s0 + 8;
+          int s0 = (rt + wrow + u + mrow0) % a.R, s8 = s0 + 8;
           if (s8 >= a.R) s8 -= a.R;
           const S* row0 = sm + static_cast<std::size_t>(s0) * a.ld + wcol + mcol;
           const S* row8 = sm + static_cast<std::size_t>(s8) * a.ld + wcol + mcol;
@@ -307,10 +333,16 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
                   if (p < 0 || p >= G) continue;
                   const uint2 bb = make_uint2(__float_as_uint(b0[d].x), __float_as_uint(b1[d].x));
                   const uint2 bs = make_uint2(__float_as_uint(b0[d].y), __float_as_uint(b1[d].y));
-                  float t[4] = {0.f, 0.f, 0.f, 0.f};
-                  BandTf32::mma(t, big, bb);
+                  // big*big from zero, added with Fast2Sum: its rounding error joins the
+                  // cross terms (fp32 accuracy for long positive sums; see the header)
+                  float tb[4] = {0.f, 0.f, 0.f, 0.f};
+                  BandTf32::mma(tb, big, bb);
 #pragma unroll
-                  for (int e = 0; e < 4; ++e) acc[p][e] += t[e];
+                  for (int e = 0; e < 4; ++e) {
+                    const float sum = acc[p][e] + tb[e];
+                    acc2[p][e] += (acc[p][e] - sum) + tb[e];
+                    acc[p][e] = sum;
+                  }
                   BandTf32::mma(acc2[p], big, bs);
                   BandTf32::mma(acc2[p], small, bb);
                 }
@@ -328,7 +360,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
       __syncthreads();
     }
   }
-  if (!active) return;
+  if (!active) continue;
 
   bool bad = false;
 #pragma unroll
@@ -341,6 +373,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   using In = typename C::In;
   using Out = typename Prec<P>::Store;
   Out* out = static_cast<Out*>(a.out);
+  const int i0 = r0 + rt + wrow + g, j0 = c0 + wcol + 2 * q;
   if (__any_sync(0xffffffffu, bad)) {
     // Direct FMAs over this lane's outputs, operands rounded as the MMAs' were: NaN/inf reach
     // only their own windows. Rare (non-finite data or overflow), so kept simple.
@@ -349,7 +382,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
 #pragma unroll 1
     for (int o = 0; o < 4 * G; ++o) {
       const int p = o >> 2, e = o & 3;
-      const int i = r0 + wrow + g + 8 * (e >> 1), j = c0 + wcol + 8 * p + 2 * q + (e & 1);
+      const int i = i0 + 8 * (e >> 1), j = j0 + 8 * p + (e & 1);
       if (i >= a.oh || j >= a.ow) continue;
       Acc s = 0;
       for (int u = 0; u < a.kh; ++u) {
@@ -359,16 +392,24 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
       }
       out[static_cast<long long>(i) * a.out_ld + j] = store_out<Out>(s);
     }
-    return;
+    continue;
   }
 #pragma unroll
   for (int p = 0; p < G; ++p)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = r0 + wrow + g + 8 * (e >> 1), j = c0 + wcol + 8 * p + 2 * q + (e & 1);
-      if (i < a.oh && j < a.ow)
-        out[static_cast<long long>(i) * a.out_ld + j] = store_out<Out>(acc[p][e]);
+    for (int h = 0; h < 2; ++h) {  // rows g, g + 8: outputs (j, j + 1) in acc[p][2h], [2h + 1]
+      const int i = i0 + 8 * h, j = j0 + 8 * p;
+      if (i >= a.oh || j >= a.ow) continue;
+      Out* o = out + static_cast<long long>(i) * a.out_ld + j;
+      const Out v0 = store_out<Out>(acc[p][2 * h]), v1 = store_out<Out>(acc[p][2 * h + 1]);
+      if (a.pair_ok && j + 1 < a.ow) {
+        store_pair(o, v0, v1);
+      } else {
+        o[0] = v0;
+        if (j + 1 < a.ow) o[1] = v1;
+      }
     }
+  }
 }
 
 // ---- host side, shared by the plan and benchmarks/toeplitz_tune.cu ---------------------------
@@ -396,6 +437,7 @@ template <Precision P> struct Setup {
   std::vector<typename Cfg<P>::Coef> band;  // kh rows of lp
   std::vector<typename Cfg<P>::Acc> kd;     // kh x kw
   int db = 1, nblk = 1, lp = 0, ld = 0, S = 1, R = 0;
+  bool carry = false;  // the ring also holds the next row block's new rows (CTAs walk rows)
   std::size_t smem = 0;
 };
 
@@ -451,6 +493,11 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
   if (st.S >= kh) {
     st.S = kh;
     st.R = Gm::TH + kh - 1;
+    // One step per row block: with TH more rows the next block's are copied during this one.
+    if (st.nblk == 1 && 2 * Gm::TH + kh - 1 <= rows_fit) {
+      st.carry = true;
+      st.R = 2 * Gm::TH + kh - 1;
+    }
   } else {
     st.R = Gm::TH + 2 * st.S - 1;
   }
@@ -458,16 +505,40 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
   return st;
 }
 
+// Launch with a.nph chosen here: when the ring carries rows (st.carry), a CTA walks up to 8
+// row blocks down its strip, the count that fills the GPU's CTA slots in the fewest rounds.
 template <Precision P, class Gm, int DB>
-void launch_db(const Args& a, dim3 grid, std::size_t smem, cudaStream_t stream) {
+void launch_db(Args a, bool carry, std::size_t smem, cudaStream_t stream) {
+  auto kern = toeplitz_kernel<P, Gm, DB>;
   static std::size_t opted = 48 * 1024;  // per instantiation: raise the dynamic limit once
   if (smem > opted) {
-    TC_CUDA_CHECK(cudaFuncSetAttribute(toeplitz_kernel<P, Gm, DB>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+    TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem)));
     opted = smem;
   }
-  toeplitz_kernel<P, Gm, DB><<<grid, kWarps * 32, smem, stream>>>(a);
+  const long long nrb = (a.oh + Gm::TH - 1) / Gm::TH;
+  a.nph = 1;
+  a.carry = false;
+  if (carry) {
+    int dev = 0, sms = 0, per_sm = 0;
+    TC_CUDA_CHECK(cudaGetDevice(&dev));
+    TC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kWarps * 32, smem));
+    const long long slots = std::max(1, sms * per_sm);
+    long long best = -1;
+    for (int nph = 1; nph <= 8; ++nph) {
+      const long long ctas = a.ncb * ((nrb + nph - 1) / nph);
+      const long long cost = (ctas + slots - 1) / slots * nph;
+      if (best < 0 || cost <= best) {
+        best = cost;
+        a.nph = nph;
+      }
+    }
+    a.carry = a.nph > 1;
+  }
+  const long long nctas = a.ncb * ((nrb + a.nph - 1) / a.nph);
+  if (nctas > 0x7fffffffLL) throw ValueError("toeplitz_tc: image too large for one grid");
+  kern<<<dim3(static_cast<unsigned>(nctas)), kWarps * 32, smem, stream>>>(a);
   TC_CUDA_LAUNCH_CHECK();
 }
 
@@ -475,6 +546,7 @@ void launch_db(const Args& a, dim3 grid, std::size_t smem, cudaStream_t stream) 
 template <Precision P, class Gm>
 void launch(Args a, const Setup<P>& st, const void* band, const void* kd, cudaStream_t stream) {
   using In = typename Cfg<P>::In;
+  using Out = typename Prec<P>::Store;
   a.band = band;
   a.lp = st.lp;
   a.kd = kd;
@@ -485,16 +557,14 @@ void launch(Args a, const Setup<P>& st, const void* band, const void* kd, cudaSt
   a.ncb = (a.ow + Gm::TW - 1) / Gm::TW;
   a.vec_ok = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 &&
              (a.in_ld * static_cast<long long>(sizeof(In))) % 16 == 0;
-  const long long nctas = static_cast<long long>(a.ncb) * ((a.oh + Gm::TH - 1) / Gm::TH);
-  if (nctas > 0x7fffffffLL) throw ValueError("toeplitz_tc: image too large for one grid");
-  const dim3 grid(static_cast<unsigned>(nctas));
+  a.pair_ok = reinterpret_cast<std::uintptr_t>(a.out) % (2 * sizeof(Out)) == 0 && a.out_ld % 2 == 0;
   switch (st.db) {
-    case 1: return launch_db<P, Gm, 1>(a, grid, st.smem, stream);
-    case 2: return launch_db<P, Gm, 2>(a, grid, st.smem, stream);
-    case 3: return launch_db<P, Gm, 3>(a, grid, st.smem, stream);
-    case 4: return launch_db<P, Gm, 4>(a, grid, st.smem, stream);
-    case 6: return launch_db<P, Gm, 6>(a, grid, st.smem, stream);
-    default: return launch_db<P, Gm, 8>(a, grid, st.smem, stream);
+    case 1: return launch_db<P, Gm, 1>(a, st.carry, st.smem, stream);
+    case 2: return launch_db<P, Gm, 2>(a, st.carry, st.smem, stream);
+    case 3: return launch_db<P, Gm, 3>(a, st.carry, st.smem, stream);
+    case 4: return launch_db<P, Gm, 4>(a, st.carry, st.smem, stream);
+    case 6: return launch_db<P, Gm, 6>(a, st.carry, st.smem, stream);
+    default: return launch_db<P, Gm, 8>(a, st.carry, st.smem, stream);
   }
 }
 
