@@ -205,14 +205,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "default");
-  time_geo<Precision::fp16, Cfg<Precision::fp16>::Geo>(img, n, rng, "default");
-  time_geo<Precision::bf16, Cfg<Precision::bf16>::Geo>(img, n, rng, "default");
   time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default");
   time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "default");
-  time_geo<Precision::fp64, Cfg<Precision::fp64>::Geo>(img, n, rng, "default");
   time_geo<Precision::fp32, Geom<8, 4, 2, 1>>(img, n, rng, "G8x4x2m1");
-  g_nocarry = true;
-  time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "nocarry");
-  time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "nocarry");
+  time_geo<Precision::tf32, Geom<4, 4, 2, 2>>(img, n, rng, "G4x4x2");
+  time_geo<Precision::fp32, Geom<2, 4, 2, 2>>(img, n, rng, "G2x4x2");
   return 0;
 }

@@ -58,7 +58,7 @@ template <int G_, int WR_, int WC_, int MINB_> struct Geom {
 template <Precision P> struct Cfg;
 template <> struct Cfg<Precision::fp16> {
   using In = __half; using S = __half; using Coef = std::uint32_t; using Acc = float;
-  static constexpr int KK = 16;
+  static constexpr int KK = 16, PLANES = 1;
   using Geo = Geom<8, 4, 2, 2>;
   static constexpr AccKind acc = AccKind::f16;
 };
@@ -68,20 +68,23 @@ template <> struct Cfg<Precision::fp16fp32> : Cfg<Precision::fp16> {
 template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
   using In = float; using S = __nv_bfloat16;
 };
+// tf32 and fp32 round (split) the image once, as it is staged: plane 0 holds tf32(x), fp32's
+// plane 1 tf32(x - tf32(x)); the fragments are then plain shared-memory loads.
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
-  static constexpr int KK = 8;
+  static constexpr int KK = 8, PLANES = 1;
   using Geo = Geom<8, 4, 2, 2>;
   static constexpr AccKind acc = AccKind::f32;
 };
 template <> struct Cfg<Precision::fp32> : Cfg<Precision::tf32> {
   using Coef = float2;  // (big, small)
+  static constexpr int PLANES = 2;
   using Geo = Geom<4, 4, 2, 2>;
   static constexpr AccKind acc = AccKind::f32x3;
 };
 template <> struct Cfg<Precision::fp64> {
   using In = double; using S = double; using Coef = double; using Acc = double;
-  static constexpr int KK = 8;
+  static constexpr int KK = 8, PLANES = 1;
   using Geo = Geom<2, 4, 2, 2>;  // H100: G = 2 beat G = 4, 8 (one CTA per SM) at k <= 35
   static constexpr AccKind acc = AccKind::f64;
 };
@@ -160,6 +163,28 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
     const int rho = lo + i / nch, ch = i - (i / nch) * nch;
     const int gr = r0 + rho, gc = cs + ch * E;
     S* dst = sm + static_cast<std::size_t>(rho % a.R) * a.ld + ch * E;
+    if constexpr (P == Precision::tf32 || P == Precision::fp32) {  // rounded / split here
+      float v[4] = {0.f, 0.f, 0.f, 0.f};
+      const float* src = img + static_cast<long long>(gr) * a.in_ld + gc;
+      if (a.vec_ok && gr < a.ih && gc + 3 < a.iw) {
+        const float4 f = __ldg(reinterpret_cast<const float4*>(src));
+        v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
+      } else if (gr < a.ih) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[e] = gc + e < a.iw ? src[e] : 0.f;
+      }
+      float big[4], small[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {  // cvt.rna: NaN stays NaN (bit arithmetic would not)
+        big[e] = round_to_tf32(v[e]);
+        small[e] = round_to_tf32(v[e] - big[e]);
+      }
+      *reinterpret_cast<float4*>(dst) = make_float4(big[0], big[1], big[2], big[3]);
+      if constexpr (Cfg<P>::PLANES == 2)
+        *reinterpret_cast<float4*>(dst + static_cast<std::size_t>(a.R) * a.ld) =
+            make_float4(small[0], small[1], small[2], small[3]);
+      continue;
+    }
     if constexpr (std::is_same_v<S, In>) {
       if (a.vec_ok) {
         int bytes = gr < a.ih ? (a.iw - gc) * static_cast<int>(sizeof(In)) : 0;
@@ -309,10 +334,9 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
                   BandF64::mma(acc[p], af, make_double2(b0[d], b1[d]));
                 }
               } else if constexpr (C::acc == AccKind::f32) {
-                unsigned af[4];
-                // cvt.rna, not tf32_bits: a NaN of large payload must stay NaN
+                unsigned af[4];  // rounded to tf32 when staged
 #pragma unroll
-                for (int e = 0; e < 4; ++e) af[e] = __float_as_uint(round_to_tf32(x[e]));
+                for (int e = 0; e < 4; ++e) af[e] = __float_as_uint(x[e]);
 #pragma unroll
                 for (int d = 0; d < DB; ++d) {
                   const int p = c - d;
@@ -321,11 +345,15 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
                                 make_uint2(__float_as_uint(b0[d]), __float_as_uint(b1[d])));
                 }
               } else {  // 3xTF32
+                // split when staged: big in plane 0 (x), small in plane 1
+                const std::size_t pl = static_cast<std::size_t>(a.R) * a.ld;
+                const S y[4] = {row0[pl + 8 * c], row8[pl + 8 * c], row0[pl + 8 * c + 4],
+                                row8[pl + 8 * c + 4]};
                 unsigned big[4], small[4];
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                  big[e] = __float_as_uint(round_to_tf32(x[e]));
-                  small[e] = __float_as_uint(round_to_tf32(x[e] - __uint_as_float(big[e])));
+                  big[e] = __float_as_uint(x[e]);
+                  small[e] = __float_as_uint(y[e]);
                 }
 #pragma unroll
                 for (int d = 0; d < DB; ++d) {
@@ -488,7 +516,7 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
     st.ld = (cw + 3) / 4 * 4;
     if ((st.ld / 4) % 2 == 0) st.ld += 4;  // scalar fragment loads: rows g on distinct banks
   }
-  const long long rows_fit = static_cast<long long>(budget / (sizeof(S) * st.ld));
+  const long long rows_fit = static_cast<long long>(budget / (sizeof(S) * st.ld * C::PLANES));
   st.S = static_cast<int>(std::max<long long>(1, (rows_fit - Gm::TH + 1) / 2));
   if (st.S >= kh) {
     st.S = kh;
@@ -501,7 +529,7 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
   } else {
     st.R = Gm::TH + 2 * st.S - 1;
   }
-  st.smem = sizeof(S) * static_cast<std::size_t>(st.R) * st.ld;
+  st.smem = sizeof(S) * static_cast<std::size_t>(st.R) * st.ld * C::PLANES;
   return st;
 }
 
