@@ -27,6 +27,7 @@ std::unique_ptr<Plan> make_bilateral_tc_16x16x16_plan(const PlanRequest&);
 // csrc/cuda/paplinski/ (CUDA builds only)
 std::unique_ptr<Plan> make_convmat_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_convmat_rows_plan(const PlanRequest&);
+std::unique_ptr<Plan> make_toeplitz_tc_plan(const PlanRequest&);
 // csrc/cuda/fir/ (CUDA builds only)
 std::unique_ptr<Plan> make_fir_kl_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_fir_ki_plan(const PlanRequest&);

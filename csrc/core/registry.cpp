@@ -119,6 +119,11 @@ const std::vector<MethodInfo>& registry() {
        TC_CUDA_FACTORY(make_fir_dki_plan),
        "Kondo Fig. 3 diagonal kernel-image-loop unrolling: every diagonal of W^T x patch, "
        "patches at a kernel-width stride"},
+      // Paplinski 1995, csrc/cuda/paplinski/. sm_90: fp64 on m16n8k8 DMMA.
+      {"toeplitz_tc", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64},
+       90, TC_CUDA_FACTORY(make_toeplitz_tc_plan),
+       "Paplinski's rcm as banded Toeplitz tiles: sum over kernel rows of image rows x band, "
+       "accumulated on the tensor cores (mma.sync; fp32 as 3xTF32, fp64 on DMMA)"},
   };
   return table;
 }

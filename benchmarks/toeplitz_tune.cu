@@ -1,0 +1,214 @@
+// Standalone tuning harness for toeplitz_tc (csrc/cuda/paplinski/toeplitz_tc.cuh): times the
+// kernel's CTA geometries per precision at 4096^2 (median of 20, CUDA events, data on the
+// device) and checks every output of a few odd shapes, and NaN/inf locality, against a float64
+// direct correlation on the host — without building the package (the device build takes ~100 s).
+// Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -o build/toeplitz_tune benchmarks/toeplitz_tune.cu
+// Run there:   build/toeplitz_tune [--quick]
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "cuda/paplinski/toeplitz_tc.cuh"
+
+namespace tc {
+namespace cuda {
+[[noreturn]] void throw_cuda(cudaError_t e, const char* what, const char* file, int line) {
+  throw std::runtime_error(std::string(cudaGetErrorString(e)) + " at " + what + " " + file + ":" +
+                           std::to_string(line));
+}
+}  // namespace cuda
+}  // namespace tc
+
+using namespace tc;
+using namespace tc::cuda;
+using namespace tc::cuda::tz;
+
+static const char* pname(Precision p) {
+  const char* n[] = {"fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64"};
+  return n[static_cast<int>(p)];
+}
+
+template <class T> T host_store(double x) {
+  if constexpr (std::is_same_v<T, __half>) return __double2half(x);
+  else return static_cast<T>(x);
+}
+template <class T> double host_load(T x) {
+  if constexpr (std::is_same_v<T, __half>) return __half2float(x);
+  else return static_cast<double>(x);
+}
+
+static bool g_nocarry = false;  // time the one-row-block-per-CTA form
+
+struct Dev {
+  void* p = nullptr;
+  explicit Dev(std::size_t n) { TC_CUDA_CHECK(cudaMalloc(&p, n)); }
+  ~Dev() { cudaFree(p); }
+};
+
+// Runs (and optionally times) one geometry on an ih x iw image; returns the output as doubles.
+template <Precision P, class Gm>
+std::vector<double> run(const std::vector<double>& img, int ih, int iw,
+                        const std::vector<double>& ker, int kh, int kw, float* ms) {
+  using In = typename Cfg<P>::In;
+  using Out = typename Prec<P>::Store;
+  const int oh = ih - kh + 1, ow = iw - kw + 1;
+  std::vector<In> hin(img.size());
+  for (std::size_t i = 0; i < img.size(); ++i) hin[i] = host_store<In>(img[i]);
+  Setup<P> st = prepare<P, Gm>(ker.data(), kh, kw);
+  if (g_nocarry) st.carry = false;
+  Dev din(hin.size() * sizeof(In)), dout(static_cast<std::size_t>(oh) * ow * sizeof(Out));
+  Dev dband(st.band.size() * sizeof(st.band[0])), dkd(st.kd.size() * sizeof(st.kd[0]));
+  TC_CUDA_CHECK(cudaMemcpy(din.p, hin.data(), hin.size() * sizeof(In), cudaMemcpyHostToDevice));
+  TC_CUDA_CHECK(cudaMemcpy(dband.p, st.band.data(), st.band.size() * sizeof(st.band[0]),
+                           cudaMemcpyHostToDevice));
+  TC_CUDA_CHECK(cudaMemcpy(dkd.p, st.kd.data(), st.kd.size() * sizeof(st.kd[0]),
+                           cudaMemcpyHostToDevice));
+  Args a{};
+  a.in = din.p;
+  a.in_ld = iw;
+  a.out = dout.p;
+  a.out_ld = ow;
+  a.ih = ih; a.iw = iw; a.oh = oh; a.ow = ow; a.kh = kh; a.kw = kw;
+  launch<P, Gm>(a, st, dband.p, dkd.p, nullptr);
+  TC_CUDA_CHECK(cudaDeviceSynchronize());
+  if (ms) {
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> t;
+    for (int r = 0; r < 23; ++r) {
+      cudaEventRecord(e0);
+      launch<P, Gm>(a, st, dband.p, dkd.p, nullptr);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float x;
+      cudaEventElapsedTime(&x, e0, e1);
+      if (r >= 3) t.push_back(x);
+    }
+    std::sort(t.begin(), t.end());
+    *ms = 0.5f * (t[9] + t[10]);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+  }
+  std::vector<Out> hout(static_cast<std::size_t>(oh) * ow);
+  TC_CUDA_CHECK(cudaMemcpy(hout.data(), dout.p, hout.size() * sizeof(Out), cudaMemcpyDeviceToHost));
+  std::vector<double> r(hout.size());
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = host_load(hout[i]);
+  return r;
+}
+
+static double ref_at(const std::vector<double>& img, int iw, const std::vector<double>& ker,
+                     int kh, int kw, int i, int j) {
+  double s = 0;
+  for (int u = 0; u < kh; ++u)
+    for (int v = 0; v < kw; ++v) s += img[static_cast<std::size_t>(i + u) * iw + j + v] * ker[u * kw + v];
+  return s;
+}
+
+template <Precision P>
+void check_shapes(std::mt19937_64& rng) {
+  using Gm = typename Cfg<P>::Geo;
+  const int shapes[][4] = {{67, 93, 3, 5},    {200, 256, 15, 15}, {61, 301, 7, 70},
+                           {45, 700, 5, 131}, {333, 37, 300, 4},  {20, 19, 20, 19},
+                           {1, 200, 1, 9},    {150, 1, 17, 1},    {129, 257, 55, 55},
+                           {90, 530, 25, 9},   {2048, 2048, 9, 9}};
+  std::uniform_real_distribution<double> U(0, 1);
+  for (auto& s : shapes) {
+    const int ih = s[0], iw = s[1], kh = s[2], kw = s[3], oh = ih - kh + 1, ow = iw - kw + 1;
+    std::vector<double> img(static_cast<std::size_t>(ih) * iw), ker(kh * kw);
+    for (auto& x : img) x = U(rng);
+    for (auto& x : ker) x = U(rng);
+    auto out = run<P, Gm>(img, ih, iw, ker, kh, kw, nullptr);
+    double mape = 0, worst = 0;
+    for (int i = 0; i < oh; ++i)
+      for (int j = 0; j < ow; ++j) {
+        const double r = ref_at(img, iw, ker, kh, kw, i, j), e = std::fabs(out[i * ow + j] - r) / r;
+        mape += e;
+        worst = std::max(worst, std::isfinite(e) ? e : 1e30);
+      }
+    std::printf("check %-8s %4dx%-4d k %3dx%-3d  MAPE %.3e %%  max rel %.3e\n", pname(P), ih, iw,
+                kh, kw, 100 * mape / (oh * ow), worst);
+  }
+  // NaN / inf locality
+  // 2048^2: CTAs walk two row blocks (carried rows), so the fallback runs mid-walk too
+  const int ih = 2048, iw = 2048, kh = 7, kw = 7, oh = ih - kh + 1, ow = iw - kw + 1;
+  std::vector<double> img(ih * iw), ker(kh * kw);
+  for (auto& x : img) x = U(rng);
+  for (auto& x : ker) x = U(rng) + 0.1;
+  img[0] = NAN;
+  img[ih * iw - 1] = INFINITY;
+  img[77 * iw + 123] = INFINITY;
+  img[150 * iw + 250] = NAN;
+  img[1000 * iw + 1000] = NAN;
+  img[64 * iw + 700] = INFINITY;
+  img[100 * iw] = -INFINITY;
+  auto out = run<P, Gm>(img, ih, iw, ker, kh, kw, nullptr);
+  int wrong = 0, nonfinite = 0;
+  for (int i = 0; i < oh; ++i)
+    for (int j = 0; j < ow; ++j) {
+      const double r = ref_at(img, iw, ker, kh, kw, i, j), o = out[i * ow + j];
+      nonfinite += !std::isfinite(r);
+      wrong += std::isnan(r) != std::isnan(o) || std::isinf(r) != std::isinf(o);
+    }
+  std::printf("nanchk %-8s non-finite refs %d, mismatches %d\n", pname(P), nonfinite, wrong);
+}
+
+template <Precision P, class Gm>
+void time_geo(const std::vector<double>& img, int n, std::mt19937_64& rng, const char* tag) {
+  std::uniform_real_distribution<double> U(0, 1);
+  for (int k : {3, 15, 25, 35, 55}) {
+    std::vector<double> ker(k * k);
+    for (auto& x : ker) x = U(rng);
+    float ms = 0;
+    auto out = run<P, Gm>(img, n, n, ker, k, k, &ms);
+    const int ow = n - k + 1;
+    std::uniform_int_distribution<int> I(0, ow - 1);
+    double mape = 0;
+    for (int s = 0; s < 2000; ++s) {
+      const int i = I(rng), j = I(rng);
+      const double r = ref_at(img, n, ker, k, k, i, j);
+      mape += std::fabs(out[static_cast<std::size_t>(i) * ow + j] - r) / r;
+    }
+    std::printf("time %-8s %-12s k %2d  %8.4f ms  MAPE~ %.3e %%\n", pname(P), tag, k, ms,
+                100 * mape / 2000);
+    std::fflush(stdout);
+  }
+}
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const bool one = argc > 1 && std::string(argv[1]) == "--one";
+  std::mt19937_64 rng(1995);
+  if (!one) {
+  check_shapes<Precision::fp16>(rng);
+  check_shapes<Precision::fp16fp32>(rng);
+  check_shapes<Precision::bf16>(rng);
+  check_shapes<Precision::tf32>(rng);
+  check_shapes<Precision::fp32>(rng);
+  check_shapes<Precision::fp64>(rng);
+  }
+  if (quick) return 0;
+  const int n = 4096;
+  std::vector<double> img(static_cast<std::size_t>(n) * n);
+  std::uniform_real_distribution<double> U(0, 1);
+  for (auto& x : img) x = U(rng);
+  if (argc > 2 && std::string(argv[1]) == "--one") {  // one launch of a default geometry (ncu)
+    const int k = std::stoi(argv[3]);
+    std::vector<double> ker(k * k, 0.5);
+    const std::string p = argv[2];
+    if (p == "fp16fp32") run<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, n, ker, k, k, nullptr);
+    if (p == "fp32") run<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, n, ker, k, k, nullptr);
+    if (p == "tf32") run<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, n, ker, k, k, nullptr);
+    return 0;
+  }
+  time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "default");
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default");
+  time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "default");
+  time_geo<Precision::fp32, Geom<8, 4, 2, 1>>(img, n, rng, "G8x4x2m1");
+  time_geo<Precision::tf32, Geom<4, 4, 2, 2>>(img, n, rng, "G4x4x2");
+  time_geo<Precision::fp32, Geom<2, 4, 2, 2>>(img, n, rng, "G2x4x2");
+  return 0;
+}

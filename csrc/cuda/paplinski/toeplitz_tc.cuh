@@ -1,0 +1,604 @@
+// toeplitz_tc: Paplinski's rcm (eq. 4) is a stack of banded Toeplitz blocks <H(u,.)>_C, one per
+// kernel row u, so a tile of the valid correlation is
+//   out[i0 + m][j0 + 8p + n] = sum_u sum_t img[i0 + u + m][j0 + 8p + t] * T_u[t][n],
+//   T_u[t][n] = k[u][t - n]  (zero outside 0 <= t - n < kw),
+// a sum over kernel rows of (image rows u..u+15) x (a band of kernel row u), accumulated in the
+// tensor cores' registers: no diagonal sum (as im2tensor needs), no explicit S or rcm. The band
+// is cut in KK-row chunks d (KK = the MMA's k: 16 for fp16/bf16, 8 for tf32/fp64), chunk d of
+// group p meets the image tile at column 8p + KK d, B_d[k][n] = k[u][KK d + k - n]; its
+// fragments come straight from a zero-padded copy of kernel row u (eq. 7's memory reference,
+// not a materialised rcm). Work per output: kh * KK * ceil((kw + 7) / KK) multiply-adds vs
+// kh * kw direct, so n = 8 output columns per MMA (the smallest) wastes the least.
+// Image rows are staged once per CTA in a shared-memory ring (cp.async; tf32 rounded and fp32
+// split into two tf32 planes on the way, once per element rather than per use) and serve every
+// kernel row and every column shift; kernel rows are walked in steps of S rows, the next
+// step's image rows copied while this one computes, so any kernel height fits. When one step
+// holds the whole kernel, a CTA walks several row blocks down its column strip and the next
+// block's new rows are copied during this one (no load-then-compute bubble per CTA). Kernels
+// wider than 8 KK are walked in column blocks of DB chunks (accumulators stay in registers).
+// Precisions: fp16 (m16n8k16, half accumulator per kernel row, rows summed in fp32), fp16fp32
+// and bf16 (m16n8k16, fp32 accumulator), tf32 (m16n8k8), fp32 by 3xTF32 (x = big + small, both
+// tf32; big*big + big*small + small*big), fp64 on DMMA (m16n8k8 f64, sm_90). fp32 keeps fp32
+// accuracy because each big*big MMA starts from zero and is added to the sum by Fast2Sum, its
+// rounding error going to the cross-term accumulator: the MMA's fp32 accumulation truncates,
+// and summing the partials with plain FADDs still left MAPE 1.3e-5 % at k = 25 (H100; 2.3e-6 %
+// with Fast2Sum).
+// NaN/inf: the band's zero taps times inf give NaN where the direct sum has none, so a warp
+// whose accumulators end non-finite recomputes its outputs by direct FMAs from global memory
+// (a non-finite datum anywhere in a warp's tiles makes its MMA results non-finite, so a finite
+// result proves the tiles were finite). Operands are rounded to tf32 by cvt.rna, not by bit
+// arithmetic, which would turn CUDA's canonical NaN (0x7fffffff) into -0.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "../async_copy.cuh"
+#include "../band_mma.cuh"
+#include "../common.cuh"
+#include "../precision.cuh"
+
+namespace tc {
+namespace cuda {
+namespace tz {
+
+enum class AccKind { f16, f32, f32x3, f64 };
+
+// Per precision: image storage In, staged type S, band-table entry Coef, MMA k (KK),
+// accumulation, and the default geometry Geo: output groups of 8 columns per warp (G), warps per
+// CTA as WR x WC, CTAs per SM the registers must allow (MINB).
+template <int G_, int WR_, int WC_, int MINB_> struct Geom {
+  static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_;
+  static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
+  static_assert(WR * WC == 8, "eight warps per CTA");
+};
+template <Precision P> struct Cfg;
+template <> struct Cfg<Precision::fp16> {
+  using In = __half; using S = __half; using Coef = std::uint32_t; using Acc = float;
+  static constexpr int KK = 16, PLANES = 1;
+  using Geo = Geom<8, 4, 2, 2>;
+  static constexpr AccKind acc = AccKind::f16;
+};
+template <> struct Cfg<Precision::fp16fp32> : Cfg<Precision::fp16> {
+  static constexpr AccKind acc = AccKind::f32;
+};
+template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
+  using In = float; using S = __nv_bfloat16;
+};
+// tf32 and fp32 round (split) the image once, as it is staged: plane 0 holds tf32(x), fp32's
+// plane 1 tf32(x - tf32(x)); the fragments are then plain shared-memory loads.
+template <> struct Cfg<Precision::tf32> {
+  using In = float; using S = float; using Coef = float; using Acc = float;
+  static constexpr int KK = 8, PLANES = 1;
+  using Geo = Geom<8, 4, 2, 2>;
+  static constexpr AccKind acc = AccKind::f32;
+};
+template <> struct Cfg<Precision::fp32> : Cfg<Precision::tf32> {
+  using Coef = float2;  // (big, small)
+  static constexpr int PLANES = 2;
+  using Geo = Geom<4, 4, 2, 2>;
+  static constexpr AccKind acc = AccKind::f32x3;
+};
+template <> struct Cfg<Precision::fp64> {
+  using In = double; using S = double; using Coef = double; using Acc = double;
+  static constexpr int KK = 8, PLANES = 1;
+  using Geo = Geom<2, 4, 2, 2>;  // H100: G = 2 beat G = 4, 8 (one CTA per SM) at k <= 35
+  static constexpr AccKind acc = AccKind::f64;
+};
+
+constexpr int kWarps = 8;
+
+struct Args {
+  const void* in;
+  long long in_ld;
+  void* out;
+  long long out_ld;
+  int ih, iw, oh, ow, kh, kw;
+  const void* band;  // kh rows of lp Coef: entry i of row u is kernel tap i - 8 (zero outside)
+  int lp;
+  const void* kd;  // kh x kw taps in the accumulator type, rounded as the operands: the fallback
+  int S, R, ld;    // kernel rows per step, ring rows, shared row stride (elements)
+  int nblk, ncb;   // column blocks of DB chunks; CTA columns
+  int nph;         // row blocks a CTA walks down its column strip
+  bool carry;      // nph > 1: the next row block's new rows are copied during this one
+  bool vec_ok;     // 16-byte cp.async from the image rows
+  bool pair_ok;    // two neighbouring outputs per store
+};
+
+// ---- m16n8k16 (fp16 / bf16 operands) --------------------------------------------------------
+template <class AB>
+__device__ __forceinline__ void mma16_f32(float (&d)[4], const std::uint32_t (&a)[4], uint2 b) {
+  if constexpr (std::is_same_v<AB, __half>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
+  }
+}
+__device__ __forceinline__ void mma16_f16(std::uint32_t (&d)[2], const std::uint32_t (&a)[4],
+                                          uint2 b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+      "{%0,%1};\n"
+      : "+r"(d[0]), "+r"(d[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
+}
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+
+template <class S> __device__ __forceinline__ S to_stage(float x);
+template <> __device__ __forceinline__ __half to_stage<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 to_stage<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <> __device__ __forceinline__ float to_stage<float>(float x) { return x; }
+template <> __device__ __forceinline__ double to_stage<double>(float x) { return x; }
+
+template <class S, class In> __device__ __forceinline__ S stage_cast(In x) {
+  if constexpr (std::is_same_v<S, In>) return x;
+  else return to_stage<S>(static_cast<float>(x));
+}
+
+// Rows [lo, hi) of the CTA's image window (relative to r0), columns cs.. (CW of them, rounded
+// up to 16 bytes), into ring slots row % R. Rows and columns past the image are zero.
+template <Precision P>
+__device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm, int r0, int cs,
+                                           int lo, int hi, int CW) {
+  using S = typename Cfg<P>::S;
+  using In = typename Cfg<P>::In;
+  constexpr int E = 16 / sizeof(S);
+  const int nch = (CW + E - 1) / E;
+  const In* img = static_cast<const In*>(a.in);
+  for (int i = threadIdx.x; i < (hi - lo) * nch; i += kWarps * 32) {
+    const int rho = lo + i / nch, ch = i - (i / nch) * nch;
+    const int gr = r0 + rho, gc = cs + ch * E;
+    S* dst = sm + static_cast<std::size_t>(rho % a.R) * a.ld + ch * E;
+    if constexpr (P == Precision::tf32 || P == Precision::fp32) {  // rounded / split here
+      float v[4] = {0.f, 0.f, 0.f, 0.f};
+      const float* src = img + static_cast<long long>(gr) * a.in_ld + gc;
+      if (a.vec_ok && gr < a.ih && gc + 3 < a.iw) {
+        const float4 f = __ldg(reinterpret_cast<const float4*>(src));
+        v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
+      } else if (gr < a.ih) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[e] = gc + e < a.iw ? src[e] : 0.f;
+      }
+      float big[4], small[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {  // cvt.rna: NaN stays NaN (bit arithmetic would not)
+        big[e] = round_to_tf32(v[e]);
+        small[e] = round_to_tf32(v[e] - big[e]);
+      }
+      *reinterpret_cast<float4*>(dst) = make_float4(big[0], big[1], big[2], big[3]);
+      if constexpr (Cfg<P>::PLANES == 2)
+        *reinterpret_cast<float4*>(dst + static_cast<std::size_t>(a.R) * a.ld) =
+            make_float4(small[0], small[1], small[2], small[3]);
+      continue;
+    }
+    if constexpr (std::is_same_v<S, In>) {
+      if (a.vec_ok) {
+        int bytes = gr < a.ih ? (a.iw - gc) * static_cast<int>(sizeof(In)) : 0;
+        bytes = bytes < 0 ? 0 : (bytes > 16 ? 16 : bytes);
+        const In* src = bytes ? img + static_cast<long long>(gr) * a.in_ld + gc : img;
+        cp_async_bytes(dst, src, bytes);
+        continue;
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const bool in = gr < a.ih && gc + e < a.iw;
+      dst[e] = in ? stage_cast<S>(img[static_cast<long long>(gr) * a.in_ld + gc + e])
+                  : to_stage<S>(0.f);
+    }
+  }
+}
+
+template <class Out, class Acc> __device__ __forceinline__ Out store_out(Acc x) {
+  if constexpr (std::is_same_v<Out, __half>) return __float2half_rn(static_cast<float>(x));
+  else return static_cast<Out>(x);
+}
+
+__device__ __forceinline__ void store_pair(__half* o, __half a, __half b) {
+  *reinterpret_cast<__half2*>(o) = __halves2half2(a, b);
+}
+__device__ __forceinline__ void store_pair(float* o, float a, float b) {
+  *reinterpret_cast<float2*>(o) = make_float2(a, b);
+}
+__device__ __forceinline__ void store_pair(double* o, double a, double b) {
+  *reinterpret_cast<double2*>(o) = make_double2(a, b);
+}
+
+template <Precision P, class Gm, int DB>
+__global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a) {
+  using C = Cfg<P>;
+  using S = typename C::S;
+  using Coef = typename C::Coef;
+  using Acc = typename C::Acc;
+  constexpr int KK = C::KK, G = Gm::G, TH = Gm::TH, TW = Gm::TW;
+  constexpr int KS = KK / 8;               // chunk step in 8-column tiles
+  constexpr int NC = G + KS * (DB - 1);    // A tiles a warp reads per kernel row
+  constexpr int CW = TW - 8 + KK * DB;     // staged columns per block
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  S* sm = reinterpret_cast<S*>(smem_raw);
+  // Rows are counted from the CTA's first output row r0 (ring slot: row % R); row block t of
+  // the strip starts at rt = t TH.
+  const int cb = blockIdx.x % a.ncb, rbg = blockIdx.x / a.ncb;
+  const int r0 = rbg * a.nph * TH, c0 = cb * TW;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  const int wrow = 16 * (warp / Gm::WC), wcol = 8 * G * (warp % Gm::WC);
+  const int nrows = TH + a.kh - 1;  // window rows of a row block (past ih: zeros)
+  // Lane row offsets inside an A tile (ldmatrix: lane -> row (lane & 7) + 8 ((lane >> 3) & 1),
+  // column 8 (lane >> 4); scalar loads: rows g and g + 8, columns q and q + 4).
+  const int mrow0 = KK == 16 ? (lane & 7) + (lane & 8) : g;
+  const int mcol = KK == 16 ? 8 * (lane >> 4) : q;
+
+  for (int t = 0; t < a.nph; ++t) {
+  const int rt = t * TH;
+  if (r0 + rt >= a.oh) break;  // CTA-uniform
+  const bool active = r0 + rt + wrow < a.oh && c0 + wcol < a.ow;  // warp-uniform
+
+  Acc acc[G][4];
+  float acc2[C::acc == AccKind::f32x3 ? G : 1][4];  // 3xTF32: the cross terms
+#pragma unroll
+  for (int p = 0; p < G; ++p)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[p][e] = acc2[C::acc == AccKind::f32x3 ? p : 0][e] = 0;
+
+  for (int blk = 0; blk < a.nblk; ++blk) {
+    const int cs = c0 + KK * DB * blk;
+    if (t == 0 || !a.carry) {  // carried: copied during the previous row block
+      stage_rows<P>(a, sm, r0, cs, rt, rt + min(nrows, TH + a.S - 1), CW);
+      cp_async_wait_all();
+      __syncthreads();
+    }
+    for (int u0 = 0; u0 < a.kh; u0 += a.S) {
+      if (u0 + a.S < a.kh) {  // the next step's new rows, into slots this step does not read
+        const int lo = rt + TH + a.S - 1 + u0;
+        stage_rows<P>(a, sm, r0, cs, lo, min(rt + nrows, lo + a.S), CW);
+      } else if (a.carry && t + 1 < a.nph) {  // S = kh, one block: the next row block's rows
+        stage_rows<P>(a, sm, r0, cs, rt + nrows, rt + TH + nrows, CW);
+      }
+      if (active) {
+        const int u1 = min(u0 + a.S, a.kh);
+        // B_d fragments of kernel row u: lane (g, q) holds column n = g, rows k = kq and
+        // kq + KK/2 (kq = q; m16n8k16: the pairs 2q, 2q + 1), i.e. taps KK d + kq - g and
+        // KK d + kq + KK/2 - g (16-bit: one packed pair each). The next row's are loaded while
+        // this one computes.
+        const Coef* band = static_cast<const Coef*>(a.band) + 8 + KK * DB * blk + KS * q - g;
+        Coef bx[DB], by[DB];
+        auto load_b = [&](int u, Coef (&x)[DB], Coef (&y)[DB]) {
+          const Coef* br = band + static_cast<long long>(u) * a.lp;
+#pragma unroll
+          for (int d = 0; d < DB; ++d) {
+            x[d] = __ldg(br + KK * d);
+            y[d] = __ldg(br + KK * d + KK / 2);
+          }
+        };
+        load_b(u0, bx, by);
+        for (int u = u0; u < u1; ++u) {
+          Coef nx[DB], ny[DB];
+          load_b(u + 1 < u1 ? u + 1 : u, nx, ny);
+          int s0 = (rt + wrow + u + mrow0) % a.R, s8 = s0 + 8;
+          if (s8 >= a.R) s8 -= a.R;
+          const S* row0 = sm + static_cast<std::size_t>(s0) * a.ld + wcol + mcol;
+          const S* row8 = sm + static_cast<std::size_t>(s8) * a.ld + wcol + mcol;
+          if constexpr (KK == 16) {
+            std::uint32_t h[C::acc == AccKind::f16 ? G : 1][2];
+            if constexpr (C::acc == AccKind::f16) {
+#pragma unroll
+              for (int p = 0; p < G; ++p) h[p][0] = h[p][1] = 0u;
+            }
+#pragma unroll
+            for (int c = 0; c < NC; ++c) {
+              std::uint32_t af[4];
+              ldmatrix_x4(af, row0 + 8 * c);  // this lane's row is mrow0 (0..15)
+#pragma unroll
+              for (int d = 0; d < DB; ++d) {
+                const int p = c - KS * d;
+                if (p < 0 || p >= G) continue;
+                const uint2 bf = make_uint2(bx[d], by[d]);
+                if constexpr (C::acc == AccKind::f16) mma16_f16(h[p], af, bf);
+                else mma16_f32<S>(acc[p], af, bf);
+              }
+            }
+            if constexpr (C::acc == AccKind::f16) {
+#pragma unroll
+              for (int p = 0; p < G; ++p) {
+                const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&h[p][0]));
+                const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&h[p][1]));
+                acc[p][0] += lo.x; acc[p][1] += lo.y; acc[p][2] += hi.x; acc[p][3] += hi.y;
+              }
+            }
+          } else {
+            const Coef* b0 = bx;
+            const Coef* b1 = by;
+#pragma unroll
+            for (int c = 0; c < NC; ++c) {
+              const S x[4] = {row0[8 * c], row8[8 * c], row0[8 * c + 4], row8[8 * c + 4]};
+              if constexpr (C::acc == AccKind::f64) {
+                const double af[4] = {x[0], x[1], x[2], x[3]};
+#pragma unroll
+                for (int d = 0; d < DB; ++d) {
+                  const int p = c - d;
+                  if (p < 0 || p >= G) continue;
+                  BandF64::mma(acc[p], af, make_double2(b0[d], b1[d]));
+                }
+              } else if constexpr (C::acc == AccKind::f32) {
+                unsigned af[4];  // rounded to tf32 when staged
+#pragma unroll
+                for (int e = 0; e < 4; ++e) af[e] = __float_as_uint(x[e]);
+#pragma unroll
+                for (int d = 0; d < DB; ++d) {
+                  const int p = c - d;
+                  if (p < 0 || p >= G) continue;
+                  BandTf32::mma(acc[p], af,
+                                make_uint2(__float_as_uint(b0[d]), __float_as_uint(b1[d])));
+                }
+              } else {  // 3xTF32
+                // split when staged: big in plane 0 (x), small in plane 1
+                const std::size_t pl = static_cast<std::size_t>(a.R) * a.ld;
+                const S y[4] = {row0[pl + 8 * c], row8[pl + 8 * c], row0[pl + 8 * c + 4],
+                                row8[pl + 8 * c + 4]};
+                unsigned big[4], small[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                  big[e] = __float_as_uint(x[e]);
+                  small[e] = __float_as_uint(y[e]);
+                }
+#pragma unroll
+                for (int d = 0; d < DB; ++d) {
+                  const int p = c - d;
+                  if (p < 0 || p >= G) continue;
+                  const uint2 bb = make_uint2(__float_as_uint(b0[d].x), __float_as_uint(b1[d].x));
+                  const uint2 bs = make_uint2(__float_as_uint(b0[d].y), __float_as_uint(b1[d].y));
+                  // big*big from zero, added with Fast2Sum: its rounding error joins the
+                  // cross terms (fp32 accuracy for long positive sums; see the header)
+                  float tb[4] = {0.f, 0.f, 0.f, 0.f};
+                  BandTf32::mma(tb, big, bb);
+#pragma unroll
+                  for (int e = 0; e < 4; ++e) {
+                    const float sum = acc[p][e] + tb[e];
+                    acc2[p][e] += (acc[p][e] - sum) + tb[e];
+                    acc[p][e] = sum;
+                  }
+                  BandTf32::mma(acc2[p], big, bs);
+                  BandTf32::mma(acc2[p], small, bb);
+                }
+              }
+            }
+          }
+#pragma unroll
+          for (int d = 0; d < DB; ++d) {
+            bx[d] = nx[d];
+            by[d] = ny[d];
+          }
+        }
+      }
+      cp_async_wait_all();
+      __syncthreads();
+    }
+  }
+  if (!active) continue;
+
+  bool bad = false;
+#pragma unroll
+  for (int p = 0; p < G; ++p)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (C::acc == AccKind::f32x3) acc[p][e] += acc2[p][e];
+      bad |= !isfinite(acc[p][e]);
+    }
+  using In = typename C::In;
+  using Out = typename Prec<P>::Store;
+  Out* out = static_cast<Out*>(a.out);
+  const int i0 = r0 + rt + wrow + g, j0 = c0 + wcol + 2 * q;
+  if (__any_sync(0xffffffffu, bad)) {
+    // Direct FMAs over this lane's outputs, operands rounded as the MMAs' were: NaN/inf reach
+    // only their own windows. Rare (non-finite data or overflow), so kept simple.
+    const In* img = static_cast<const In*>(a.in);
+    const Acc* kd = static_cast<const Acc*>(a.kd);
+#pragma unroll 1
+    for (int o = 0; o < 4 * G; ++o) {
+      const int p = o >> 2, e = o & 3;
+      const int i = i0 + 8 * (e >> 1), j = j0 + 8 * p + (e & 1);
+      if (i >= a.oh || j >= a.ow) continue;
+      Acc s = 0;
+      for (int u = 0; u < a.kh; ++u) {
+        const In* row = img + static_cast<long long>(i + u) * a.in_ld + j;
+        for (int v = 0; v < a.kw; ++v)
+          s = fma_rn(static_cast<Acc>(Prec<P>::load(row[v])), kd[u * a.kw + v], s);
+      }
+      out[static_cast<long long>(i) * a.out_ld + j] = store_out<Out>(s);
+    }
+    continue;
+  }
+#pragma unroll
+  for (int p = 0; p < G; ++p)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // rows g, g + 8: outputs (j, j + 1) in acc[p][2h], [2h + 1]
+      const int i = i0 + 8 * h, j = j0 + 8 * p;
+      if (i >= a.oh || j >= a.ow) continue;
+      Out* o = out + static_cast<long long>(i) * a.out_ld + j;
+      const Out v0 = store_out<Out>(acc[p][2 * h]), v1 = store_out<Out>(acc[p][2 * h + 1]);
+      if (a.pair_ok && j + 1 < a.ow) {
+        store_pair(o, v0, v1);
+      } else {
+        o[0] = v0;
+        if (j + 1 < a.ow) o[1] = v1;
+      }
+    }
+  }
+}
+
+// ---- host side, shared by the plan and benchmarks/toeplitz_tune.cu ---------------------------
+constexpr std::size_t kSmemBudget = 96 * 1024;  // per CTA: two CTAs per SM
+
+template <class T> std::uint16_t bits16(T h) {
+  std::uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+
+// A kernel tap rounded as the device rounds the image operands.
+template <Precision P> typename Cfg<P>::Acc tap_value(double x) {
+  if constexpr (P == Precision::fp16 || P == Precision::fp16fp32)
+    return __half2float(__double2half(x));
+  else if constexpr (P == Precision::bf16) return round_to_bf16(static_cast<float>(x));
+  else if constexpr (P == Precision::tf32) return round_to_tf32(static_cast<float>(x));
+  else if constexpr (P == Precision::fp32) return static_cast<float>(x);
+  else return x;
+}
+
+// What a plan prepares once per kernel: the band table, the fallback taps, and the geometry of
+// the column blocks and of the shared-memory ring.
+template <Precision P> struct Setup {
+  std::vector<typename Cfg<P>::Coef> band;  // kh rows of lp
+  std::vector<typename Cfg<P>::Acc> kd;     // kh x kw
+  int db = 1, nblk = 1, lp = 0, ld = 0, S = 1, R = 0;
+  bool carry = false;  // the ring also holds the next row block's new rows (CTAs walk rows)
+  std::size_t smem = 0;
+};
+
+template <Precision P, class Gm>
+Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSmemBudget) {
+  using C = Cfg<P>;
+  using S = typename C::S;
+  Setup<P> st;
+  const int nd = (kw + 7 + C::KK - 1) / C::KK;  // band chunks a group of 8 outputs meets
+  st.db = nd <= 4 ? nd : nd <= 6 ? 6 : 8;
+  st.nblk = (nd + st.db - 1) / st.db;
+  st.lp = C::KK * st.db * st.nblk + 8;
+  // Entry i of row u is tap i - 8 (16-bit operands: the pair (i - 8, i - 7)).
+  st.band.resize(static_cast<std::size_t>(kh) * st.lp);
+  st.kd.resize(static_cast<std::size_t>(kh) * kw);
+  for (int u = 0; u < kh; ++u) {
+    auto tap = [&](int t) {
+      return t >= 0 && t < kw ? kernel[static_cast<std::size_t>(u) * kw + t] : 0.0;
+    };
+    for (int v = 0; v < kw; ++v) st.kd[static_cast<std::size_t>(u) * kw + v] = tap_value<P>(tap(v));
+    for (int i = 0; i < st.lp; ++i) {
+      auto& b = st.band[static_cast<std::size_t>(u) * st.lp + i];
+      const double t0 = tap(i - 8), t1 = tap(i - 7);
+      if constexpr (C::KK == 16) {
+        std::uint16_t lo, hi;
+        if constexpr (P == Precision::bf16) {
+          lo = bits16(__float2bfloat16_rn(static_cast<float>(t0)));
+          hi = bits16(__float2bfloat16_rn(static_cast<float>(t1)));
+        } else {
+          lo = bits16(__double2half(t0));
+          hi = bits16(__double2half(t1));
+        }
+        b = lo | static_cast<std::uint32_t>(hi) << 16;
+      } else if constexpr (P == Precision::fp32) {
+        const float x = static_cast<float>(t0), big = round_to_tf32(x);
+        b = make_float2(big, round_to_tf32(x - big));
+      } else {
+        b = tap_value<P>(t0);
+      }
+    }
+  }
+  // Shared memory: a ring of TH + 2S - 1 image rows (S kernel rows per step).
+  const int cw = Gm::TW - 8 + C::KK * st.db;
+  if (sizeof(S) == 2) {
+    st.ld = (cw + 7) / 8 * 8;
+    if ((st.ld / 8) % 2 == 0) st.ld += 8;  // odd 16-byte units: ldmatrix rows on distinct banks
+  } else {
+    st.ld = (cw + 3) / 4 * 4;
+    if ((st.ld / 4) % 2 == 0) st.ld += 4;  // scalar fragment loads: rows g on distinct banks
+  }
+  const long long rows_fit = static_cast<long long>(budget / (sizeof(S) * st.ld * C::PLANES));
+  st.S = static_cast<int>(std::max<long long>(1, (rows_fit - Gm::TH + 1) / 2));
+  if (st.S >= kh) {
+    st.S = kh;
+    st.R = Gm::TH + kh - 1;
+    // One step per row block: with TH more rows the next block's are copied during this one.
+    if (st.nblk == 1 && 2 * Gm::TH + kh - 1 <= rows_fit) {
+      st.carry = true;
+      st.R = 2 * Gm::TH + kh - 1;
+    }
+  } else {
+    st.R = Gm::TH + 2 * st.S - 1;
+  }
+  st.smem = sizeof(S) * static_cast<std::size_t>(st.R) * st.ld * C::PLANES;
+  return st;
+}
+
+// Launch with a.nph chosen here: when the ring carries rows (st.carry), a CTA walks up to 8
+// row blocks down its strip, the count that fills the GPU's CTA slots in the fewest rounds.
+template <Precision P, class Gm, int DB>
+void launch_db(Args a, bool carry, std::size_t smem, cudaStream_t stream) {
+  auto kern = toeplitz_kernel<P, Gm, DB>;
+  static std::size_t opted = 48 * 1024;  // per instantiation: raise the dynamic limit once
+  if (smem > opted) {
+    TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem)));
+    opted = smem;
+  }
+  const long long nrb = (a.oh + Gm::TH - 1) / Gm::TH;
+  a.nph = 1;
+  a.carry = false;
+  if (carry) {
+    int dev = 0, sms = 0, per_sm = 0;
+    TC_CUDA_CHECK(cudaGetDevice(&dev));
+    TC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kWarps * 32, smem));
+    const long long slots = std::max(1, sms * per_sm);
+    long long best = -1;
+    for (int nph = 1; nph <= 8; ++nph) {
+      const long long ctas = a.ncb * ((nrb + nph - 1) / nph);
+      const long long cost = (ctas + slots - 1) / slots * nph;
+      if (best < 0 || cost <= best) {
+        best = cost;
+        a.nph = nph;
+      }
+    }
+    a.carry = a.nph > 1;
+  }
+  const long long nctas = a.ncb * ((nrb + a.nph - 1) / a.nph);
+  if (nctas > 0x7fffffffLL) throw ValueError("toeplitz_tc: image too large for one grid");
+  kern<<<dim3(static_cast<unsigned>(nctas)), kWarps * 32, smem, stream>>>(a);
+  TC_CUDA_LAUNCH_CHECK();
+}
+
+// Fills the launch-time fields of `a` (image and output set by the caller) and launches.
+template <Precision P, class Gm>
+void launch(Args a, const Setup<P>& st, const void* band, const void* kd, cudaStream_t stream) {
+  using In = typename Cfg<P>::In;
+  using Out = typename Prec<P>::Store;
+  a.band = band;
+  a.lp = st.lp;
+  a.kd = kd;
+  a.S = st.S;
+  a.R = st.R;
+  a.ld = st.ld;
+  a.nblk = st.nblk;
+  a.ncb = (a.ow + Gm::TW - 1) / Gm::TW;
+  a.vec_ok = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 &&
+             (a.in_ld * static_cast<long long>(sizeof(In))) % 16 == 0;
+  a.pair_ok = reinterpret_cast<std::uintptr_t>(a.out) % (2 * sizeof(Out)) == 0 && a.out_ld % 2 == 0;
+  switch (st.db) {
+    case 1: return launch_db<P, Gm, 1>(a, st.carry, st.smem, stream);
+    case 2: return launch_db<P, Gm, 2>(a, st.carry, st.smem, stream);
+    case 3: return launch_db<P, Gm, 3>(a, st.carry, st.smem, stream);
+    case 4: return launch_db<P, Gm, 4>(a, st.carry, st.smem, stream);
+    case 6: return launch_db<P, Gm, 6>(a, st.carry, st.smem, stream);
+    default: return launch_db<P, Gm, 8>(a, st.carry, st.smem, stream);
+  }
+}
+
+}  // namespace tz
+}  // namespace cuda
+}  // namespace tc
