@@ -23,15 +23,16 @@ import numpy as np
 import scipy.fft as sfft
 
 # Per-element work of a transform block beside its butterflies, in butterfly levels (the copy
-# into the block, the spectrum product, the copy out). Blocks pay more per operation than one
-# whole transform (the zero-extended copy, strided block lines, the reshaped copy out, one
-# call per batch): measured on the 2-core Zen 4 they beat the whole transform only now and then
-# and by small margins, so they are chosen only where they save over BLOCK_PENALTY of the
-# operations (big images, small kernels). The seconds per operation come from the caller (the
-# calibrated cost model of _cpu_cost, by transform size).
+# into the block, the spectrum product, the copy out). The seconds per operation come from the
+# caller (the calibrated cost model of _cpu_cost, by transform size: larger transforms leave the
+# caches and cost more per operation). Blocks are transformed one block row at a time (a few MB,
+# so a batch stays in the caches): on the 2-core Zen 4, shared with other jobs, 512^2 blocks took
+# 4096^2 with k = 63 in 152-167 ms against 217-325 ms for the whole transform, while batches
+# of 32 MB were slower than either (289 ms). BLOCK_PENALTY leans to the whole transform where
+# the two are within 10 %; blocks below 256^2 lost to it everywhere (per-batch costs).
 _FIXED = 10.0
-BLOCK_PENALTY = 1.25
-_MIN_BLOCK = 128
+BLOCK_PENALTY = 1.1
+_MIN_BLOCK = 256
 
 
 def workers() -> int:
@@ -64,20 +65,20 @@ def choose_blocks(ih: int, iw: int, kh: int, kw: int, unit_seconds=None) -> tupl
     for bh in _candidates(ih, kh, False):
         for bw in _candidates(iw, kw, True):
             n = math.ceil((ih - kh + 1) / (bh - kh + 1)) * math.ceil((iw - kw + 1) / (bw - kw + 1))
-            ops = n * block_units(bh, bw)
-            rank = ops * (1.0 if (bh, bw) == full else BLOCK_PENALTY)
+            t = n * block_units(bh, bw) * (unit_seconds(bh * bw) if unit_seconds else 1e-10)
+            rank = t * (1.0 if (bh, bw) == full else BLOCK_PENALTY)
             if best is None or rank < best[0]:
-                best = (rank, ops, bh, bw)
-    _, ops, bh, bw = best
-    return (bh, bw), ops * (unit_seconds(bh * bw) if unit_seconds else 1e-10)
+                best = (rank, t, bh, bw)
+    _, t, bh, bw = best
+    return (bh, bw), t
 
 
 class FftCpu:
     """Prepared kernel spectrum and block geometry for one kernel, image shape and precision."""
 
-    # Block rows transformed together: enough blocks per batch to keep all cores busy, few
-    # enough that a batch's spectra stay in the last-level cache.
-    _BATCH_BYTES = 32 << 20
+    # Block rows transformed together: a batch's spectra within a few MB (the caches), at
+    # least one block row (its blocks keep all cores busy).
+    _BATCH_BYTES = 4 << 20
 
     def __init__(self, kernel: np.ndarray, ih: int, iw: int, precision: str, block=None):
         """block: the transform block shape (bh, bw), else the cost model's choice."""
