@@ -135,20 +135,45 @@ class FftCpu:
             return
         sh, sw = self.step
         gr, gc = self.grid
-        # zero-extend so every block is whole, then view the blocks without copying
-        need = ((gr - 1) * sh + bh, (gc - 1) * sw + bw)
-        if x.shape != need:
-            xp = np.zeros(need, dtype=self.dtype)
-            xp[: x.shape[0], : x.shape[1]] = x
-            x = xp
-        blocks = np.lib.stride_tricks.sliding_window_view(x, (bh, bw))[::sh, ::sw]
+        ih, iw = x.shape
+        need_w = (gc - 1) * sw + bw  # >= iw: the last block column may reach past the image
+        gcf, rc = divmod(ow, sw)  # whole block columns of the output, and the rest
         for r0 in range(0, gr, self.batch):
-            r1 = min(gr, r0 + self.batch)
-            spec = sfft.rfft2(blocks[r0:r1], axes=(-2, -1), workers=w)
+            nr = min(gr, r0 + self.batch) - r0
+            a = r0 * sh
+            rows = (nr - 1) * sh + bh
+            if a + rows <= ih and need_w == iw:
+                slab = x[a : a + rows]
+            else:  # zero-extend this batch's rows only (a few MB, used at once)
+                slab = np.zeros((rows, need_w), dtype=self.dtype)
+                avail = min(rows, ih - a)
+                slab[:avail, :iw] = x[a : a + avail]
+            blocks = np.lib.stride_tricks.sliding_window_view(slab, (bh, bw))[::sh, ::sw]
+            spec = sfft.rfft2(blocks, axes=(-2, -1), workers=w)
             spec *= self.spectrum
             y = sfft.irfft2(spec, s=(bh, bw), axes=(-2, -1), workers=w, overwrite_x=True)
-            # (rows, cols, sh, sw) blocks -> image rows r0*sh .. r1*sh
-            y = y[:, :, :sh, :sw].transpose(0, 2, 1, 3).reshape((r1 - r0) * sh, gc * sw)
-            a = r0 * sh
-            b = min(oh, r1 * sh)
-            out[a:b] = y[: b - a, :ow]
+            y = y[:, :, :sh, :sw]  # (nr, gc, sh, sw): the valid part of each block
+            # straight into out: whole block rows, then a partial last one (no reshaped copy)
+            nrf, rr = divmod(min(oh - a, nr * sh), sh)
+            if nrf:
+                o = out[a : a + nrf * sh]
+                if gcf:
+                    _tiles(o[:, : gcf * sw], sh, sw)[...] = y[:nrf, :gcf].transpose(0, 2, 1, 3)
+                if rc:
+                    _tiles(o[:, gcf * sw :], sh, rc)[...] = y[:nrf, gcf:, :, :rc].transpose(
+                        0, 2, 1, 3)
+            if rr:
+                o = out[a + nrf * sh : a + nrf * sh + rr]
+                if gcf:
+                    _tiles(o[:, : gcf * sw], rr, sw)[...] = y[nrf : nrf + 1, :gcf, :rr].transpose(
+                        0, 2, 1, 3)
+                if rc:
+                    o[:, gcf * sw :] = y[nrf, gcf, :rr, :rc]
+
+
+def _tiles(o: np.ndarray, th: int, tw: int) -> np.ndarray:
+    """A 2-D view whose shape is a multiple of (th, tw) as (rows/th, th, cols/tw, tw), writing
+    into o (as_strided on o's own strides: never a copy)."""
+    (r, c), (s0, s1) = o.shape, o.strides
+    return np.lib.stride_tricks.as_strided(o, (r // th, th, c // tw, tw),
+                                           (th * s0, s0, tw * s1, s1))
