@@ -8,10 +8,11 @@
 #include "parallel.hpp"
 
 namespace tc {
-// Below ~2^18 multiply-adds (tens of microseconds) waking a worker costs more than it saves.
+// Below ~2^22 multiply-adds (~100 us on one core) a second thread costs more than it saves on
+// cores shared with other jobs: a worker preempted mid-chunk stalls the caller for milliseconds.
 inline int direct_threads(std::int64_t orows, std::int64_t ocols, std::int64_t kh,
                           std::int64_t kw) {
-  return orows * ocols * kh * kw < (std::int64_t{1} << 18) ? 1 : default_threads();
+  return orows * ocols * kh * kw < (std::int64_t{1} << 22) ? 1 : default_threads();
 }
 void correlate_valid_avx2(const float* in, std::int64_t in_stride, float* out,
                           std::int64_t out_stride, std::int64_t orows, std::int64_t ocols,
