@@ -180,6 +180,7 @@ def main():
     out = RESULTS / f"cpu_float_{host}{suffix}.json"
     out.write_text(json.dumps(doc, indent=1))
     print("wrote", out)
+    out.with_suffix(".md").write_text(markdown(doc))
     summarize(doc)
     plot(doc, RESULTS / f"cpu_float{suffix}.png")
 
@@ -216,6 +217,43 @@ def summarize(doc):
         if r["impl"] == "direct" and r["precision"] == "fp32" and r["kernel"][0] == 15:
             print(f"direct fp32 k=15 {r['image'][0]}^2: {r['gflops']:.1f} GFLOP/s = "
                   f"{100 * r['gflops'] / peak:.0f}% of the measured FMA peak {peak:.1f}")
+
+
+def markdown(doc) -> str:
+    """Per precision: auto's time, its method, the fastest goal peer and the speed-up, per
+    image size (rows) and k (columns); then direct's share of the FMA peak."""
+    s = speedups(doc)
+    ms = {(r["precision"], r["image"][0], r["kernel"][0], r["impl"]): r["median_ms"]
+          for r in doc["rows"] if r["median_ms"] is not None}
+    short = {"peer:cv2.filter2D": "cv2", "peer:scipy.fftconvolve": "fftconv",
+             "peer:scipy.oaconvolve": "oaconv", "peer:scipy.ndimage.correlate": "ndimage"}
+    lines = [f"# CPU float benchmark: {doc['device']}", "",
+             f"created {doc['created']}, load average at start {doc['load_average']['start']}, "
+             f"end {doc['load_average']['end']}; FMA peak (GFLOP/s, {doc['fma_peak_gflops']['isa']}"
+             f"): start {doc['fma_peak_gflops']['start']}, end {doc['fma_peak_gflops']['end']}; "
+             f"direct: {doc['direct_path']}", "",
+             "Cells: auto ms (d = direct, f = fft_cpu) / fastest peer ms (name) = speed-up.", ""]
+    for p in ("fp32", "fp64"):
+        keys = sorted(k for k in s if k[0] == p)
+        if not keys:
+            continue
+        ks = sorted({k[2] for k in keys})
+        lines += [f"## {p}", "", "| image | " + " | ".join(f"k={k}" for k in ks) + " |",
+                  "|---" * (len(ks) + 1) + "|"]
+        for n in sorted({k[1] for k in keys}):
+            cells = []
+            for k in ks:
+                if (p, n, k) not in s:
+                    cells.append("")
+                    continue
+                x, peer, method = s[(p, n, k)]
+                cells.append(f"{ms[(p, n, k, 'auto')]:.3g} {method[0]} / "
+                             f"{ms[(p, n, k, peer)]:.3g} {short[peer]} = x{x:.2f}")
+            lines.append(f"| {n}² | " + " | ".join(cells) + " |")
+        v = [s[k][0] for k in keys]
+        lines += ["", f"min x{min(v):.2f}, median x{np.median(v):.2f}, "
+                      f"{sum(x >= 1.0 for x in v)} of {len(v)} points >= 1.0", ""]
+    return "\n".join(lines) + "\n"
 
 
 def plot(doc, path):

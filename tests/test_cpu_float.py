@@ -42,6 +42,26 @@ def test_fft_cpu_overlap_save_blocks(monkeypatch, precision, ishape, kshape, blo
     assert relative_l2(out, ref) <= rel_l2_bound("fft_cpu", precision)
 
 
+@pytest.mark.parametrize("batch_bytes", [1, 1 << 14, 4 << 20])
+def test_fft_cpu_blocks_random_geometry(monkeypatch, batch_bytes):
+    """Random shapes, kernels and block shapes (from the kernel size to past the image), one or
+    several block rows per batch, into a strided output view: exact results, nothing written
+    outside the view."""
+    monkeypatch.setattr(_fft_cpu.FftCpu, "_BATCH_BYTES", batch_bytes)
+    rng = np.random.default_rng(31)
+    for _ in range(40):
+        ih, iw = (int(v) for v in rng.integers(1, 200, 2))
+        kh, kw = int(rng.integers(1, min(ih, 30) + 1)), int(rng.integers(1, min(iw, 30) + 1))
+        block = (int(rng.integers(kh, ih + 20)), int(rng.integers(kw, iw + 20)))
+        x, k = rng.standard_normal((ih, iw)), rng.standard_normal((kh, kw))
+        plan = _fft_cpu.FftCpu(k, ih, iw, "fp64", block=block)
+        buf = np.full((ih - kh + 1, iw - kw + 6), np.nan)
+        plan.run(x, buf[:, : iw - kw + 1])
+        ref = scipy.signal.correlate2d(x, k, "valid")
+        assert relative_l2(buf[:, : iw - kw + 1], ref) <= 1e-12, (ih, iw, kh, kw, block)
+        assert np.isnan(buf[:, iw - kw + 1 :]).all()
+
+
 def test_fft_cpu_block_model():
     # one whole transform for large kernels, blocks only for big images with small kernels
     assert _fft_cpu.choose_blocks(1024, 1024, 35, 35)[0] == (1024, 1024)

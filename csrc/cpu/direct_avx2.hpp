@@ -8,10 +8,12 @@
 #include "parallel.hpp"
 
 namespace tc {
-// Below ~2^18 multiply-adds (tens of microseconds) waking a worker costs more than it saves.
+// One thread below 2^25 multiply-adds (~0.6 ms on one core in fp32): on cores shared with other
+// jobs a worker preempted mid-chunk stalls the caller for a time slice (ms), which a short call
+// cannot earn back (512^2, k = 9..11: medians of 2.7-5.4 ms against 1.2-1.3 ms in one run).
 inline int direct_threads(std::int64_t orows, std::int64_t ocols, std::int64_t kh,
                           std::int64_t kw) {
-  return orows * ocols * kh * kw < (std::int64_t{1} << 18) ? 1 : default_threads();
+  return orows * ocols * kh * kw < (std::int64_t{1} << 25) ? 1 : default_threads();
 }
 void correlate_valid_avx2(const float* in, std::int64_t in_stride, float* out,
                           std::int64_t out_stride, std::int64_t orows, std::int64_t ocols,

@@ -23,19 +23,22 @@ import numpy as np
 import scipy.fft as sfft
 
 # Per-element work of a transform block beside its butterflies, in butterfly levels (the copy
-# into the block, the spectrum product, the copy out). Blocks pay more per operation than one
-# whole transform (the zero-extended copy, strided block lines, the reshaped copy out, one
-# call per batch): measured on the 2-core Zen 4 they beat the whole transform only now and then
-# and by small margins, so they are chosen only where they save over BLOCK_PENALTY of the
-# operations (big images, small kernels). The seconds per operation come from the caller (the
-# calibrated cost model of _cpu_cost, by transform size).
+# into the block, the spectrum product, the copy out). The seconds per operation come from the
+# caller (the calibrated cost model of _cpu_cost, by transform size: larger transforms leave the
+# caches and cost more per operation). Blocks are transformed one block row at a time (a few MB,
+# so a batch stays in the caches): on the 2-core Zen 4, shared with other jobs, 512^2 blocks took
+# 4096^2 with k = 63 in 152-167 ms against 217-325 ms for the whole transform, while batches
+# of 32 MB were slower than either (289 ms). BLOCK_PENALTY leans to the whole transform where
+# the two are within 10 %; blocks below 256^2 lost to it everywhere (per-batch costs).
 _FIXED = 10.0
-BLOCK_PENALTY = 1.25
-_MIN_BLOCK = 128
+BLOCK_PENALTY = 1.1
+_MIN_BLOCK = 256
 
 
-def workers() -> int:
-    return os.cpu_count() or 1
+def workers(elements: int = 1 << 30) -> int:
+    """Threads for one scipy.fft call over `elements` values: one below 2^19 (a 512^2 transform
+    took 1.22 ms on one thread, 1.34 ms on two: the hand-off costs more than it saves)."""
+    return 1 if elements < (1 << 19) else (os.cpu_count() or 1)
 
 
 def block_units(bh: int, bw: int) -> float:
@@ -64,20 +67,20 @@ def choose_blocks(ih: int, iw: int, kh: int, kw: int, unit_seconds=None) -> tupl
     for bh in _candidates(ih, kh, False):
         for bw in _candidates(iw, kw, True):
             n = math.ceil((ih - kh + 1) / (bh - kh + 1)) * math.ceil((iw - kw + 1) / (bw - kw + 1))
-            ops = n * block_units(bh, bw)
-            rank = ops * (1.0 if (bh, bw) == full else BLOCK_PENALTY)
+            t = n * block_units(bh, bw) * (unit_seconds(bh * bw) if unit_seconds else 1e-10)
+            rank = t * (1.0 if (bh, bw) == full else BLOCK_PENALTY)
             if best is None or rank < best[0]:
-                best = (rank, ops, bh, bw)
-    _, ops, bh, bw = best
-    return (bh, bw), ops * (unit_seconds(bh * bw) if unit_seconds else 1e-10)
+                best = (rank, t, bh, bw)
+    _, t, bh, bw = best
+    return (bh, bw), t
 
 
 class FftCpu:
     """Prepared kernel spectrum and block geometry for one kernel, image shape and precision."""
 
-    # Block rows transformed together: enough blocks per batch to keep all cores busy, few
-    # enough that a batch's spectra stay in the last-level cache.
-    _BATCH_BYTES = 32 << 20
+    # Block rows transformed together: a batch's spectra within a few MB (the caches), at
+    # least one block row (its blocks keep all cores busy).
+    _BATCH_BYTES = 4 << 20
 
     def __init__(self, kernel: np.ndarray, ih: int, iw: int, precision: str, block=None):
         """block: the transform block shape (bh, bw), else the cost model's choice."""
@@ -125,8 +128,8 @@ class FftCpu:
             x = x.astype(self.dtype)  # fp16fp32: half storage, fp32 transforms
         oh, ow = self.out_shape
         bh, bw = self.block
-        w = workers()
         if self.single:
+            w = workers(bh * bw)
             spec = sfft.rfft2(x, s=(bh, bw), workers=w)
             spec *= self.spectrum  # in place: one image-sized temporary fewer
             y = sfft.irfft2(spec, s=(bh, bw), workers=w, overwrite_x=True)
@@ -134,20 +137,46 @@ class FftCpu:
             return
         sh, sw = self.step
         gr, gc = self.grid
-        # zero-extend so every block is whole, then view the blocks without copying
-        need = ((gr - 1) * sh + bh, (gc - 1) * sw + bw)
-        if x.shape != need:
-            xp = np.zeros(need, dtype=self.dtype)
-            xp[: x.shape[0], : x.shape[1]] = x
-            x = xp
-        blocks = np.lib.stride_tricks.sliding_window_view(x, (bh, bw))[::sh, ::sw]
+        ih, iw = x.shape
+        need_w = (gc - 1) * sw + bw  # >= iw: the last block column may reach past the image
+        gcf, rc = divmod(ow, sw)  # whole block columns of the output, and the rest
         for r0 in range(0, gr, self.batch):
-            r1 = min(gr, r0 + self.batch)
-            spec = sfft.rfft2(blocks[r0:r1], axes=(-2, -1), workers=w)
+            nr = min(gr, r0 + self.batch) - r0
+            a = r0 * sh
+            rows = (nr - 1) * sh + bh
+            if a + rows <= ih and need_w == iw:
+                slab = x[a : a + rows]
+            else:  # zero-extend this batch's rows only (a few MB, used at once)
+                slab = np.zeros((rows, need_w), dtype=self.dtype)
+                avail = min(rows, ih - a)
+                slab[:avail, :iw] = x[a : a + avail]
+            blocks = np.lib.stride_tricks.sliding_window_view(slab, (bh, bw))[::sh, ::sw]
+            w = workers(nr * gc * bh * bw)
+            spec = sfft.rfft2(blocks, axes=(-2, -1), workers=w)
             spec *= self.spectrum
             y = sfft.irfft2(spec, s=(bh, bw), axes=(-2, -1), workers=w, overwrite_x=True)
-            # (rows, cols, sh, sw) blocks -> image rows r0*sh .. r1*sh
-            y = y[:, :, :sh, :sw].transpose(0, 2, 1, 3).reshape((r1 - r0) * sh, gc * sw)
-            a = r0 * sh
-            b = min(oh, r1 * sh)
-            out[a:b] = y[: b - a, :ow]
+            y = y[:, :, :sh, :sw]  # (nr, gc, sh, sw): the valid part of each block
+            # straight into out: whole block rows, then a partial last one (no reshaped copy)
+            nrf, rr = divmod(min(oh - a, nr * sh), sh)
+            if nrf:
+                o = out[a : a + nrf * sh]
+                if gcf:
+                    _tiles(o[:, : gcf * sw], sh, sw)[...] = y[:nrf, :gcf].transpose(0, 2, 1, 3)
+                if rc:
+                    _tiles(o[:, gcf * sw :], sh, rc)[...] = y[:nrf, gcf:, :, :rc].transpose(
+                        0, 2, 1, 3)
+            if rr:
+                o = out[a + nrf * sh : a + nrf * sh + rr]
+                if gcf:
+                    _tiles(o[:, : gcf * sw], rr, sw)[...] = y[nrf : nrf + 1, :gcf, :rr].transpose(
+                        0, 2, 1, 3)
+                if rc:
+                    o[:, gcf * sw :] = y[nrf, gcf, :rr, :rc]
+
+
+def _tiles(o: np.ndarray, th: int, tw: int) -> np.ndarray:
+    """A 2-D view whose shape is a multiple of (th, tw) as (rows/th, th, cols/tw, tw), writing
+    into o (as_strided on o's own strides: never a copy)."""
+    (r, c), (s0, s1) = o.shape, o.strides
+    return np.lib.stride_tricks.as_strided(o, (r // th, th, c // tw, tw),
+                                           (th * s0, s0, tw * s1, s1))
