@@ -314,6 +314,23 @@ def test_fft_fp16_large_values_scaled():
     assert mape(out, _ref(image.astype(np.float16).astype(np.float64), kernel)) <= 0.5
 
 
+def test_auto_fft_keeps_non_finite_local():
+    """'auto' picks cuFFT for this large kernel; an image holding NaN/inf runs naive_shmem."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(12)
+    image = rng.random((300, 310))
+    kernel = rng.random((41, 41)) + 0.1  # positive: inf stays inf
+    p = tc.plan(torch.tensor(kernel, device="cuda"), image.shape, mode="valid")
+    assert p.method == "fft"
+    image[5, 7], image[200, 250] = np.nan, np.inf
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    got = p(torch.tensor(image, device="cuda")).cpu().numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-10)
+
+
 # ---- errors ----------------------------------------------------------------------------------
 def test_bad_inputs():
     p = tc.plan(np.ones((3, 3)), (20, 20), mode="valid", method="naive_shmem", precision="fp32")

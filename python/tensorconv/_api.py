@@ -146,17 +146,18 @@ def _gpu_preference(precision: str, kernel: np.ndarray | None) -> list:
         prefs.append("naive_shmem")
     elif precision in ("fp16", "fp16fp32", "bf16"):
         prefs.append("im2tensor_fused")
-    elif area > _FFT_AREA:
+    elif area > _FFT_AREA and np.isfinite(kernel).all():
         prefs.append("fft")
     prefs.append("naive_shmem")
     return prefs
 
 
 # The CPU methods 'auto' chooses between by predicted time (_cpu_cost: calibrated per machine).
-# Spectral methods spread NaN/inf over their whole transform, so fft_cpu is chosen only for
-# finite kernels, and a plan that chose it checks each image and runs `direct` on one that holds
-# non-finite values (Plan.__call__).
-_CPU_SPECTRAL = "fft_cpu"
+# Spectral methods spread NaN/inf over their whole transform, so 'auto' picks one (fft_cpu on
+# the CPU, cuFFT's fft on the GPU) only for finite kernels, and a plan that picked one checks
+# each padded image once and runs the method named here, which keeps NaN/inf local as scipy
+# does, on an image that holds them (Plan._real).
+_FINITE_FALLBACK = {"fft_cpu": "direct", "fft": "naive_shmem"}
 
 
 def _cpu_preference(precision: str, kernel: np.ndarray | None, image_shape) -> list:
@@ -285,8 +286,9 @@ class Plan:
         self._native = bool(info and info.complex_native)
         self._plan = _core.make_plan(method, k64, ph, pw, self.precision)
         # 'auto' chose a spectral CPU method: images with NaN/inf run `direct` (exact there)
-        self._finite_fallback = (_core.make_plan("direct", k64, ph, pw, self.precision)
-                                 if auto and method == _CPU_SPECTRAL else None)
+        self._finite_fallback = (
+            _core.make_plan(_FINITE_FALLBACK[method], k64, ph, pw, self.precision)
+            if auto and method in _FINITE_FALLBACK else None)
         self._k64, self._ki64, self._padded = k64, ki64, (ph, pw)
         self._plan_c = None  # the method's own complex plan, made at the first complex call
         # the imaginary part's plan (for methods without a complex plan); none where it is zero
@@ -320,7 +322,7 @@ class Plan:
         if b.row_stride(x) != x.shape[1]:
             x = b.to_storage(x, storage)
         out = b.empty(self.out_shape, storage, like=x)
-        if plan is self._plan and self._finite_fallback is not None and not _all_finite(x):
+        if plan is self._plan and self._finite_fallback is not None and not b.all_finite(x):
             plan = self._finite_fallback
         plan.run(b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
                  out.shape[0], out.shape[1], b.row_stride(out), storage, b.on_device,
@@ -369,14 +371,6 @@ class Plan:
         if im is None:
             im = b.zeros_like(re)
         return b.make_complex(re, im)
-
-
-def _all_finite(x: np.ndarray) -> bool:
-    """One pass: a sum is finite unless an addend is NaN/inf (or the sum overflows, which the
-    exact test then settles). Half storage sums in float32, where it cannot overflow."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        s = np.add.reduce(x, axis=None, dtype=np.float64 if x.dtype == np.float64 else np.float32)
-    return bool(np.isfinite(s)) or bool(np.isfinite(x).all())
 
 
 def plan(kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0, method="auto",

@@ -61,6 +61,14 @@ class NumpyBackend:
     def zeros_like(self, x):
         return self.xp.zeros_like(x)
 
+    def all_finite(self, x) -> bool:
+        """One pass: a sum is finite unless an addend is NaN/inf (or the sum overflows, which
+        the exact test then settles). Half storage sums in float32, where it cannot overflow."""
+        xp = self.xp
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = xp.sum(x, dtype=xp.float64 if x.dtype == xp.float64 else xp.float32)
+        return bool(xp.isfinite(s)) or bool(xp.isfinite(x).all())
+
     def make_complex(self, re, im):
         out = self.xp.empty(re.shape, dtype=np.result_type(re.dtype, np.complex64))
         out.real = re
@@ -179,6 +187,11 @@ class TorchBackend:
 
     def zeros_like(self, x):
         return self.torch.zeros_like(x)
+
+    def all_finite(self, x) -> bool:
+        torch = self.torch
+        s = x.sum(dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
+        return bool(torch.isfinite(s)) or bool(torch.isfinite(x).all())
 
     def make_complex(self, re, im):
         return self.torch.complex(re, im)
