@@ -63,6 +63,24 @@ def test_fft_cpu_blocks_random_geometry(monkeypatch, batch_bytes):
         assert np.isnan(buf[:, iw - kw + 1 :]).all()
 
 
+@pytest.mark.parametrize("precision", ["fp32", "fp64"])
+def test_fft_cpu_complex_blocks(precision):
+    """Complex data through complex transforms, whole and in overlap-save blocks: the valid
+    correlation with the effective kernel E = kr + i ki (what tensorconv.Plan passes)."""
+    rng = np.random.default_rng(32)
+    ct = np.complex64 if precision == "fp32" else np.complex128
+    for ih, iw, kh, kw, block in ((90, 77, 7, 5, (32, 24)), (64, 50, 9, 9, None),
+                                  (40, 33, 1, 33, (16, 40))):
+        x = (rng.standard_normal((ih, iw)) + 1j * rng.standard_normal((ih, iw))).astype(ct)
+        kr, ki = rng.standard_normal((kh, kw)), rng.standard_normal((kh, kw))
+        plan = _fft_cpu.FftCpu(kr, ih, iw, precision, block=block, kernel_imag=ki,
+                               complex_data=True)
+        out = np.empty((ih - kh + 1, iw - kw + 1), ct)
+        plan.run(x, out)
+        ref = scipy.signal.correlate2d(x, np.conj(kr + 1j * ki), "valid")  # sum x E
+        assert relative_l2(out, ref) <= rel_l2_bound("fft_cpu", precision), (ih, iw, block)
+
+
 def test_fft_cpu_block_model():
     # one whole transform for large kernels, blocks only for big images with small kernels
     assert _fft_cpu.choose_blocks(1024, 1024, 35, 35)[0] == (1024, 1024)

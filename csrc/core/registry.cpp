@@ -28,7 +28,9 @@ const std::vector<MethodInfo>& registry() {
        nullptr, &direct_note},
       {"fft_cpu", Device::cpu, {P::fp16fp32, P::fp32, P::fp64}, 0, &make_fft_cpu_plan,
        "CPU product of spectra by pocketfft (scipy.fft, all cores): fast sizes, kernel spectrum "
-       "once per plan, overlap-save blocks where cheaper; fp16fp32 transforms in fp32"},
+       "once per plan, overlap-save blocks where cheaper; fp16fp32 transforms in fp32; complex "
+       "data by complex transforms",
+       nullptr, nullptr, /*complex_native=*/true},
       {"simd_u8", Device::cpu, {}, 0, nullptr,
        "CPU 8-bit integer filtering (Kelefouras 2022, AVX2 maddubs, AVX-512 for sep and pairs; "
        "portable fallback), "

@@ -16,16 +16,7 @@ namespace py = pybind11;
 namespace tc {
 namespace {
 
-const char* numpy_dtype(DType d) {
-  switch (d) {
-    case DType::f16:
-      return "float16";
-    case DType::f32:
-      return "float32";
-    default:
-      return "float64";
-  }
-}
+const char* numpy_dtype(DType d) { return dtype_name(d); }  // NumPy's names, complex too
 
 // A NumPy view of a host Tensor2D (no copy: the capsule base only marks the memory as borrowed).
 py::array view(const Tensor2D& t) {
@@ -41,8 +32,15 @@ class FftCpuPlan final : public Plan {
     py::gil_scoped_acquire gil;
     py::array_t<double> k({r.kh, r.kw});
     std::memcpy(k.mutable_data(), r.kernel, sizeof(double) * r.kh * r.kw);
+    py::object ki = py::none();
+    if (r.kernel_imag) {
+      py::array_t<double> a({r.kh, r.kw});
+      std::memcpy(a.mutable_data(), r.kernel_imag, sizeof(double) * r.kh * r.kw);
+      ki = a;
+    }
     impl_ = py::module_::import("tensorconv._fft_cpu")
-                .attr("FftCpu")(k, r.ih, r.iw, precision_name(r.precision));
+                .attr("FftCpu")(k, r.ih, r.iw, precision_name(r.precision), py::none(), ki,
+                                r.complex_data);
   }
   ~FftCpuPlan() override {
     if (!Py_IsInitialized()) {  // interpreter gone: nothing left to release into

@@ -291,6 +291,7 @@ class Plan:
             if auto and method in _FINITE_FALLBACK else None)
         self._k64, self._ki64, self._padded = k64, ki64, (ph, pw)
         self._plan_c = None  # the method's own complex plan, made at the first complex call
+        self._plan_fi = None  # the finite fallback's plan of the kernel's imaginary part
         # the imaginary part's plan (for methods without a complex plan); none where it is zero
         self._plan_i = (_core.make_plan(method, ki64, ph, pw, self.precision)
                         if ki64 is not None and ki64.any() and not self._native else None)
@@ -329,6 +330,12 @@ class Plan:
                  b.stream(x))
         return out
 
+    def _fallback_imag(self):
+        if self._plan_fi is None and self._ki64 is not None and self._ki64.any():
+            self._plan_fi = _core.make_plan(_FINITE_FALLBACK[self.method], self._ki64,
+                                            *self._padded, self.precision)
+        return self._plan_fi
+
     def _complex_native(self, b, image, fill):
         if self._plan_c is None:
             self._plan_c = _core.make_plan(self.method, self._k64, *self._padded, self.precision,
@@ -351,18 +358,22 @@ class Plan:
         if not (complex_image or self.complex_kernel):
             return self._real(b, self._plan, image, fill)
         self._check_complex_precision("image" if complex_image else "kernel")
+        pr, pi = self._plan, self._plan_i
         if self._native:
-            return self._complex_native(b, image, fill)
+            if self._finite_fallback is None or _finite_data(b, image, complex_image, fill):
+                return self._complex_native(b, image, fill)
+            # 'auto' picked a spectral method and the data holds NaN/inf: the parts run on the
+            # fallback method's plans, which keep them local
+            pr, pi = self._finite_fallback, self._fallback_imag()
         fr, fi = complex(fill).real, complex(fill).imag
-        pi = self._plan_i
         if complex_image:
             a, bi = b.parts(image)
         elif fi:  # a real image padded with a complex fill: its imaginary part is the padding
             a, bi = image, b.zeros_like(image)
         else:
             a, bi = image, None
-        re = self._real(b, self._plan, a, fr)
-        im = self._real(b, self._plan, bi, fi) if bi is not None else None
+        re = self._real(b, pr, a, fr)
+        im = self._real(b, pr, bi, fi) if bi is not None else None
         if pi is not None:  # (a + ib)(Er + iEi) = (a Er - b Ei) + i(a Ei + b Er)
             ai = self._real(b, pi, a, fr)
             im = ai if im is None else im + ai
@@ -371,6 +382,11 @@ class Plan:
         if im is None:
             im = b.zeros_like(re)
         return b.make_complex(re, im)
+
+
+def _finite_data(b, image, complex_image: bool, fill) -> bool:
+    parts = b.parts(image) if complex_image else (image,)
+    return all(b.all_finite(x) for x in parts) and bool(np.isfinite(complex(fill)))
 
 
 def plan(kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0, method="auto",

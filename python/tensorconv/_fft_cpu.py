@@ -82,8 +82,12 @@ class FftCpu:
     # least one block row (its blocks keep all cores busy).
     _BATCH_BYTES = 4 << 20
 
-    def __init__(self, kernel: np.ndarray, ih: int, iw: int, precision: str, block=None):
-        """block: the transform block shape (bh, bw), else the cost model's choice."""
+    def __init__(self, kernel: np.ndarray, ih: int, iw: int, precision: str, block=None,
+                 kernel_imag: np.ndarray | None = None, complex_data: bool = False):
+        """block: the transform block shape (bh, bw), else the cost model's choice.
+        complex_data: images and outputs are complex (complex64 for fp32, complex128 for fp64),
+        the kernel kernel + i kernel_imag (None: real); complex transforms replace the real ones
+        (one pair instead of the four real correlations of the parts)."""
         kh, kw = kernel.shape
         self.shape = (ih, iw)
         self.out_shape = (ih - kh + 1, iw - kw + 1)
@@ -106,12 +110,26 @@ class FftCpu:
         self.step = (bh - kh + 1, bw - kw + 1)
         oh, ow = self.out_shape
         self.grid = (math.ceil(oh / self.step[0]), math.ceil(ow / self.step[1]))
-        # the conjugate spectrum turns the product into a correlation; computed in float64
-        spec = np.conj(sfft.rfft2(k, s=(bh, bw), workers=workers()))
-        self.spectrum = spec.astype(np.complex128 if self.dtype == np.float64 else np.complex64)
+        # the conjugate spectrum turns the product into a correlation; computed in float64.
+        # Complex data: sum_u x[i+u] E[u] is the product with conj(FFT(conj(E))).
+        self.complex = bool(complex_data)
+        cdtype = np.complex128 if self.dtype == np.float64 else np.complex64
+        if self.complex:
+            e = k if kernel_imag is None else k - 1j * kernel_imag.astype(self.dtype)
+            spec = np.conj(sfft.fft2(e, s=(bh, bw), workers=workers()))
+            self.dtype = cdtype
+        else:
+            spec = np.conj(sfft.rfft2(k, s=(bh, bw), workers=workers()))
+        self.spectrum = spec.astype(cdtype)
         self.single = self.grid == (1, 1)
         cbytes = np.dtype(self.spectrum.dtype).itemsize * bh * (bw // 2 + 1)
         self.batch = max(1, min(self.grid[0], self._BATCH_BYTES // max(1, cbytes * self.grid[1])))
+
+    def _fwd(self, x, **kw):
+        return (sfft.fft2 if self.complex else sfft.rfft2)(x, **kw)
+
+    def _inv(self, x, **kw):
+        return (sfft.ifft2 if self.complex else sfft.irfft2)(x, **kw)
 
     @property
     def workspace_bytes(self) -> int:
@@ -130,9 +148,9 @@ class FftCpu:
         bh, bw = self.block
         if self.single:
             w = workers(bh * bw)
-            spec = sfft.rfft2(x, s=(bh, bw), workers=w)
+            spec = self._fwd(x, s=(bh, bw), workers=w)
             spec *= self.spectrum  # in place: one image-sized temporary fewer
-            y = sfft.irfft2(spec, s=(bh, bw), workers=w, overwrite_x=True)
+            y = self._inv(spec, s=(bh, bw), workers=w, overwrite_x=True)
             out[...] = y[:oh, :ow]
             return
         sh, sw = self.step
@@ -152,9 +170,9 @@ class FftCpu:
                 slab[:avail, :iw] = x[a : a + avail]
             blocks = np.lib.stride_tricks.sliding_window_view(slab, (bh, bw))[::sh, ::sw]
             w = workers(nr * gc * bh * bw)
-            spec = sfft.rfft2(blocks, axes=(-2, -1), workers=w)
+            spec = self._fwd(blocks, axes=(-2, -1), workers=w)
             spec *= self.spectrum
-            y = sfft.irfft2(spec, s=(bh, bw), axes=(-2, -1), workers=w, overwrite_x=True)
+            y = self._inv(spec, s=(bh, bw), axes=(-2, -1), workers=w, overwrite_x=True)
             y = y[:, :, :sh, :sw]  # (nr, gc, sh, sw): the valid part of each block
             # straight into out: whole block rows, then a partial last one (no reshaped copy)
             nrf, rr = divmod(min(oh - a, nr * sh), sh)

@@ -6,8 +6,11 @@ import numpy as np
 
 
 def _pair(result, reference):
-    p = np.asarray(result, dtype=np.float64)
-    r = np.asarray(reference, dtype=np.float64)
+    """Both in float64, or complex128 where either is complex (|.| is then the modulus)."""
+    result, reference = np.asarray(result), np.asarray(reference)
+    dt = np.complex128 if np.iscomplexobj(result) or np.iscomplexobj(reference) else np.float64
+    p = np.asarray(result, dtype=dt)
+    r = np.asarray(reference, dtype=dt)
     if p.shape != r.shape:
         raise ValueError(f"result shape {p.shape} differs from reference shape {r.shape}")
     return p, r
