@@ -16,7 +16,7 @@ import datetime
 import json
 import platform
 import statistics
-import time
+import timeit
 
 import numpy as np
 import scipy
@@ -26,13 +26,9 @@ import tensorconv as tc
 
 
 def wall_ms(fn, runs):
+    """Median wall time in ms of `runs` calls after one warm-up call."""
     fn()
-    ts = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(ts)
+    return 1e3 * statistics.median(timeit.repeat(fn, number=1, repeat=runs))
 
 
 def rel_err(got, want):
