@@ -372,13 +372,20 @@ class Plan:
             a, bi = image, b.zeros_like(image)
         else:
             a, bi = image, None
+        # each part in storage once (a strided view of the complex array is copied here, not
+        # once per real correlation it enters)
+        a = b.to_storage(a, self.storage)
+        bi = b.to_storage(bi, self.storage) if bi is not None else None
         re = self._real(b, pr, a, fr)
         im = self._real(b, pr, bi, fi) if bi is not None else None
         if pi is not None:  # (a + ib)(Er + iEi) = (a Er - b Ei) + i(a Ei + b Er)
             ai = self._real(b, pi, a, fr)
-            im = ai if im is None else im + ai
+            if im is None:
+                im = ai
+            else:
+                im += ai  # in place: the results are this call's own arrays
             if bi is not None:
-                re = re - self._real(b, pi, bi, fi)
+                re -= self._real(b, pi, bi, fi)
         if im is None:
             im = b.zeros_like(re)
         return b.make_complex(re, im)
