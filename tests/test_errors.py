@@ -61,6 +61,14 @@ def test_complex():
         tc.correlate2d(A, K.astype(complex), precision="tf32")
     with pytest.raises(ValueError, match="could not cast `fillvalue` directly to the output"):
         tc.correlate2d(A, K, fillvalue=1j)
+    # a method without fp32/fp64 names the methods that take complex data
+    no_complex = [m.name for m in tc.methods() if m.entry == "correlate2d"
+                  and not {"fp32", "fp64"} & set(m.precisions)]
+    for name in no_complex:
+        with pytest.raises(ValueError, match=r"cannot take complex data.*methods that can: direct"):
+            tc.correlate2d(A.astype(complex), K, method=name)
+        with pytest.raises(ValueError, match=r"cannot take complex data.*methods that can: direct"):
+            tc.plan(K.astype(complex), (9, 9), method=name, precision="fp16fp32")
 
 
 @pytest.mark.parametrize("bad", [np.array([["a", "b"], ["c", "d"]]),

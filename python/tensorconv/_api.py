@@ -12,6 +12,7 @@ import numpy as np
 from . import _core, _cpu_cost, _plan_cache
 from ._arrays import backend_of
 from .methods import methods as _methods
+from .methods import takes_complex
 
 PRECISIONS = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
 _STORAGE = {"fp16": "float16", "fp16fp32": "float16", "bf16": "float32", "tf32": "float32",
@@ -261,6 +262,7 @@ class Plan:
             precision if precision is not None else default_precision(kb.dtype_str(kernel)))
         self.complex_kernel = kb.dtype_kind(kernel) == "c"
         if self.complex_kernel:
+            _check_complex_method(method)  # a named method first: the error names those that can
             self._check_complex_precision("kernel")
         self.storage = _STORAGE[self.precision]
         self.pads = _pads(self.mode, kh, kw, self.convolve)
@@ -358,6 +360,7 @@ class Plan:
         if not (complex_image or self.complex_kernel):
             return self._real(b, self._plan, image, fill)
         self._check_complex_precision("image" if complex_image else "kernel")
+        _check_complex_method(self.method)
         pr, pi = self._plan, self._plan_i
         if self._native:
             if self._finite_fallback is None or _finite_data(b, image, complex_image, fill):
@@ -389,6 +392,15 @@ class Plan:
         if im is None:
             im = b.zeros_like(re)
         return b.make_complex(re, im)
+
+
+def _check_complex_method(method: str) -> None:
+    """ValueError naming the methods that take complex data, for one that cannot."""
+    rows = {m.name: m for m in _methods()}
+    if method in rows and not takes_complex(rows[method]):
+        can = [m.name for m in rows.values() if takes_complex(m)]
+        raise ValueError(f"method {method!r} cannot take complex data (it has no fp32/fp64); "
+                         "methods that can: " + ", ".join(can))
 
 
 def _finite_data(b, image, complex_image: bool, fill) -> bool:
@@ -424,6 +436,8 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
 
         f = ss.convolve2d if convolve else ss.correlate2d
         return f(in1, in2, mode, boundary, fillvalue).astype(out_dtype, copy=False)
+    if "c" in (b1.dtype_kind(in1), b2.dtype_kind(in2)) and isinstance(method, str):
+        _check_complex_method(method)
     if precision is None:
         precision = default_precision(b1.dtype_str(in1), b2.dtype_str(in2))
     fill = _check_fillvalue(fillvalue)
