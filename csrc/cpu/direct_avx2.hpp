@@ -8,12 +8,13 @@
 #include "parallel.hpp"
 
 namespace tc {
-// One thread below 2^25 multiply-adds (~0.6 ms on one core in fp32): on cores shared with other
+// One thread below 2^23 multiply-adds (~0.15 ms on one core in fp32): on cores shared with other
 // jobs a worker preempted mid-chunk stalls the caller for a time slice (ms), which a short call
-// cannot earn back (512^2, k = 9..11: medians of 2.7-5.4 ms against 1.2-1.3 ms in one run).
+// cannot earn back; above it two threads won in quiet and loaded runs alike (1024^2, k = 3:
+// 0.78 ms against 0.92 for cv2.filter2D; one thread 0.63 against 0.57).
 inline int direct_threads(std::int64_t orows, std::int64_t ocols, std::int64_t kh,
                           std::int64_t kw) {
-  return orows * ocols * kh * kw < (std::int64_t{1} << 25) ? 1 : default_threads();
+  return orows * ocols * kh * kw < (std::int64_t{1} << 23) ? 1 : default_threads();
 }
 void correlate_valid_avx2(const float* in, std::int64_t in_stride, float* out,
                           std::int64_t out_stride, std::int64_t orows, std::int64_t ocols,
