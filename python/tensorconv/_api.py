@@ -280,14 +280,17 @@ class Plan:
         auto = method == "auto"
         if auto:
             on_device = kb.on_device if device is None else device == "cuda"
+            # the ranking reads the kernel's values (rank, finiteness): a complex kernel's
+            # imaginary part must not hide NaN/inf from it
+            kdec = k64 if ki64 is None else np.where(np.isfinite(ki64), k64, np.nan)
             method = choose_method(self.precision, on_device,
-                                   float(ph - kh + 1) * (pw - kw + 1) * kh * kw, k64, (ph, pw))
+                                   float(ph - kh + 1) * (pw - kw + 1) * kh * kw, kdec, (ph, pw))
         self.method = method
         info = {m.name: m for m in _methods()}.get(method)
         self._device = info.device if info else None
         self._native = bool(info and info.complex_native)
         self._plan = _core.make_plan(method, k64, ph, pw, self.precision)
-        # 'auto' chose a spectral CPU method: images with NaN/inf run `direct` (exact there)
+        # 'auto' chose a spectral method: images with NaN/inf run one that keeps them local
         self._finite_fallback = (
             _core.make_plan(_FINITE_FALLBACK[method], k64, ph, pw, self.precision)
             if auto and method in _FINITE_FALLBACK else None)
