@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.signal
 from bounds import mape_bound
-from conftest import check_vs_scipy
+from conftest import check_vs_scipy, require_available
 
 import tensorconv as tc
 from tensorconv.metrics import mape
@@ -31,12 +31,6 @@ SHAPES = [
 pytestmark = pytest.mark.gpu
 
 
-def _available(method):
-    m = {x.name: x for x in tc.methods()}[method]
-    if not m.available:
-        pytest.skip(f"{method}: {m.reason}")
-
-
 def _precisions(method):
     return {x.name: x for x in tc.methods()}[method].precisions
 
@@ -54,7 +48,7 @@ def test_registry_rows():
 
 @pytest.mark.parametrize("method,precision", _params())
 def test_odd_shapes_vs_scipy(method, precision):
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(1995)
     for ishape, kshape in SHAPES:
         check_vs_scipy(method, precision, rng, ishape, kshape)
@@ -86,7 +80,7 @@ ARITH_EPS = {"fp16": 4e-3, "fp16fp32": 1e-5, "bf16": 1e-5}
 
 @pytest.mark.parametrize("method,precision", _params())
 def test_kernel_as_large_as_image(method, precision):
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(1995)
     for shape in ((20, 19), (1, 300), (150, 1), (64, 64)):
         for draw in (rng.random, rng.standard_normal):
@@ -105,7 +99,7 @@ def test_nonfinite_reach_only_their_windows(method, precision):
     """The band's zero taps meet image values outside an output's window (0 × inf = NaN); such
     sums are recomputed over their own window, so NaN/inf land exactly where scipy puts them.
     The (12, 5) kernel takes convmat's second form."""
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(17)
     for kshape in ((7, 12), (12, 5)):
         image = rng.random((200, 300))
@@ -123,7 +117,7 @@ def test_nonfinite_reach_only_their_windows(method, precision):
 
 @pytest.mark.parametrize("method,precision", _params())
 def test_convolve_and_modes(method, precision):
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(7)
     image, kernel = rng.random((90, 110)), rng.random((6, 11))
     for mode in ("same", "full"):
@@ -136,7 +130,7 @@ def test_convolve_and_modes(method, precision):
 def test_strided_device_input(method, precision):
     """A row-strided, misaligned PyTorch view (row stride 300, offset 5 elements: the
     element-wise staging path), and a transposed one (made contiguous by the API)."""
-    _available(method)
+    require_available(method)
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(11)
     big = rng.random((90, 300))
@@ -154,7 +148,7 @@ def test_strided_device_input(method, precision):
 @pytest.mark.parametrize("method,precision", _params())
 def test_deterministic(method, precision):
     """No atomics, a fixed K order: a reused plan and a fresh one give the same bits."""
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(5)
     image, kernel = rng.random((300, 517)), rng.random((25, 70))
     plans = [tc.plan(kernel, image.shape, mode="valid", method=method, precision=precision)
@@ -167,7 +161,7 @@ def test_deterministic(method, precision):
 @pytest.mark.parametrize("method", METHODS)
 def test_workspace_is_o_kernel(method):
     """Table 4 style: only the kernel's pair table, never the (r·C) × (R + r − 1) lcm."""
-    _available(method)
+    require_available(method)
     for k in (3, 55):
         kernel = np.random.default_rng(0).random((k, k))
         ws = tc.plan(kernel, (4096, 4096), mode="valid", method=method,
@@ -180,7 +174,7 @@ def test_workspace_is_o_kernel(method):
 def test_usc_sipi_nonsquare_kernels(method, precision, usc_images):
     """Real images with tall and wide kernels (convmat: the second and the first factorisation);
     the square kernels 3..55 on all 39 images are tests/test_accuracy.py."""
-    _available(method)
+    require_available(method)
     rng = np.random.default_rng(16)
     for name, image in usc_images[8:10]:
         for kshape in ((25, 9), (9, 25)):
@@ -192,7 +186,7 @@ def test_usc_sipi_nonsquare_kernels(method, precision, usc_images):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_bad_input(method):
-    _available(method)
+    require_available(method)
     with pytest.raises(ValueError, match="precision"):
         tc.correlate2d(np.ones((8, 8)), np.ones((3, 3)), "valid", method=method,
                        precision="fp64")

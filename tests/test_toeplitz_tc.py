@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.signal
 from bounds import mape_bound, rel_l2_bound
+from conftest import require_available
 
 import tensorconv as tc
 from tensorconv.metrics import mape, relative_l2
@@ -34,12 +35,6 @@ SHAPES = [
 pytestmark = pytest.mark.gpu
 
 
-def _available():
-    m = {x.name: x for x in tc.methods()}[METHOD]
-    if not m.available:
-        pytest.skip(f"{METHOD}: {m.reason}")
-
-
 def _check(precision, image, kernel, signed):
     ref = scipy.signal.correlate2d(image, kernel, "valid")
     out = tc.correlate2d(image, kernel, "valid", method=METHOD, precision=precision)
@@ -55,7 +50,7 @@ def _check(precision, image, kernel, signed):
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_odd_shapes_vs_scipy(precision):
-    _available()
+    require_available(METHOD)
     rng = np.random.default_rng(1995)
     for ishape, kshape in SHAPES:
         # MAPE on the paper's data (uniform [0, 1)), relative L2 on signed data
@@ -65,7 +60,7 @@ def test_odd_shapes_vs_scipy(precision):
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_strided_and_convolve(precision):
-    _available()
+    require_available(METHOD)
     rng = np.random.default_rng(7)
     base = rng.random((300, 420))
     image = base[::2, ::3]  # a view: rows 3 * 420 apart, columns 3 apart
@@ -82,7 +77,7 @@ def test_strided_and_convolve(precision):
 @pytest.mark.parametrize("kshape", [(3, 3), (15, 15), (7, 70), (40, 5)])
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_nonfinite_stay_local(precision, kshape):
-    _available()
+    require_available(METHOD)
     rng = np.random.default_rng(17)
     image = rng.random((200, 300))
     image[0, 0] = np.nan
@@ -107,7 +102,7 @@ def test_nonfinite_stay_local(precision, kshape):
 def test_row_walk_vs_reference(precision):
     """Images big enough that a CTA walks several row blocks down its strip, the next block's
     rows copied into the ring during this one; NaN/inf met mid-walk."""
-    _available()
+    require_available(METHOD)
     rng = np.random.default_rng(31)
     image, kernel = rng.random((2048, 2048)), rng.random((9, 7)) + 0.1
     ref = scipy.signal.correlate(image, kernel, "valid", method="fft")
@@ -123,7 +118,7 @@ def test_row_walk_vs_reference(precision):
 
 def test_gpu_nan_payload_stays_nan():
     """CUDA's canonical float NaN (0x7fffffff) would round to -0 by bit arithmetic (tf32)."""
-    _available()
+    require_available(METHOD)
     image = np.random.default_rng(3).random((64, 64)).astype(np.float32)
     image.view(np.uint32)[30, 30] = 0x7FFFFFFF
     kernel = np.ones((5, 5))
@@ -133,7 +128,7 @@ def test_gpu_nan_payload_stays_nan():
 
 
 def test_repeats_bit_identical():
-    _available()
+    require_available(METHOD)
     rng = np.random.default_rng(5)
     image, kernel = rng.random((300, 517)), rng.random((25, 70))
     for precision in PRECISIONS:
@@ -144,7 +139,7 @@ def test_repeats_bit_identical():
 
 
 def test_workspace_is_kernel_sized():
-    _available()
+    require_available(METHOD)
     kernel = np.random.default_rng(0).random((15, 15))
     small = tc.plan(kernel, (256, 256), mode="valid", method=METHOD, precision="fp32")
     large = tc.plan(kernel, (4096, 4096), mode="valid", method=METHOD, precision="fp32")
