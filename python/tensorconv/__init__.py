@@ -4,11 +4,14 @@ behind scipy.signal's API, with the accuracy of every method measured against fl
 from . import _core
 from ._api import PRECISIONS, Plan, convolve2d, correlate2d, default_precision, plan
 from ._api import calibrate_cpu, clear_plan_cache, plan_cache_info
+from ._api import PlanOption, plan_options
 from . import filters
 from .filters import filter2d_u8, filter2d_u8_info, simd_u8_path
 from .methods import MethodInfo, methods, methods_table
 
-__version__ = "0.1.0"
+from ._version import version as _version
+
+__version__: str = _version()
 WITH_CUDA: bool = bool(_core.WITH_CUDA)
 
 
@@ -24,3 +27,4 @@ __all__ = ["PRECISIONS", "Plan", "MethodInfo", "WITH_CUDA", "convolve2d", "corre
            "cuda_available", "default_precision", "filter2d_u8", "filter2d_u8_info", "filters",
            "methods", "methods_table", "plan", "simd_u8_path", "__version__"]
 __all__ += ["calibrate_cpu", "clear_plan_cache", "plan_cache_info"]
+__all__ += ["PlanOption", "plan_options"]
