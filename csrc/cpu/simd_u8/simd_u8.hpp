@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,16 @@ std::string path_note();  // for methods(): which path runs here and why
 
 Analysis analyze(const std::int32_t* k, int kh, int kw, std::int64_t divisor,
                  const std::string& algorithm, Isa isa);
+
+// A prepared kernel (analysis.cpp, cached): what runs, its coefficient tables and taps.
+constexpr int kMaxK = 15;  // kernel rows and columns
+struct Prepared {
+  Analysis an;
+  Block block;
+  Separable sep;
+};
+std::shared_ptr<const Prepared> prepared(const std::int32_t* k, int kh, int kw, std::int64_t d,
+                                         const std::string& request, Isa isa);
 
 void filter2d(const std::uint8_t* in, std::int64_t h, std::int64_t w, std::int64_t in_stride,
               std::uint8_t* out, std::int64_t out_stride, const std::int32_t* k, int kh, int kw,

@@ -11,7 +11,8 @@
 // passes run as banded products on the tensor cores (band_mma.cuh): both on tf32 MMAs for tf32
 // from 13 taps, and for fp32 from 25 taps the column pass on fp64 MMAs (DMMA).
 // T (and the running sum over the r terms) is held in the precision's compute type. T is a ring
-// of rows processed in bands when it would pass 1 GiB (TENSORCONV_SEPARABLE_BAND_MB sets the
+// of rows processed in bands when it would pass 1 GiB (plan option separable.band_mb sets the
+// size: bands small enough to keep T in L2 were measured slower on the H100, 2026-11-22).
 #include <algorithm>
 #include <memory>
 #include <type_traits>
