@@ -158,3 +158,25 @@ def test_core_refuses_a_separable_plan_without_factors():
     from tensorconv import _core
     with pytest.raises(ValueError, match="rank factors|unavailable"):
         _core.make_plan("separable", np.ones((3, 3)), 16, 16, "fp32")
+
+
+# ---- one place for code paths and for the version ---------------------------------------------
+
+_ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def test_no_environment_variable_chooses_a_plans_code_path():
+    """Plans read PlanOptions; the only getenv left is cpu_features.cpp's machine caps
+    (TENSORCONV_FORCE_AVX2 / _PORTABLE)."""
+    sources = [p for p in (_ROOT / "csrc").rglob("*")
+               if p.suffix in (".cpp", ".cu", ".cuh", ".hpp")]
+    assert sources, "the C++ sources are part of the checkout the tests run from"
+    readers = sorted(str(p.relative_to(_ROOT)) for p in sources if "getenv(" in p.read_text())
+    assert readers == ["csrc/cpu/cpu_features.cpp"], readers
+
+
+def test_version_is_pyprojects():
+    import re
+
+    text = (_ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^version = "([^"]+)"', text, re.M).group(1) == tc.__version__
