@@ -61,7 +61,7 @@ def make_core_plan(method: str, kernel: np.ndarray, ih: int, iw: int, precision:
                    options: dict | None = None, **kw):
     """_core.make_plan with what the method's row asks for: the kernel's rank factors (LAPACK's
     SVD, _factors.py) for rows with takes_factors, and the plan options."""
-    factors = (rank_factors(kernel, precision) if method in _factor_methods() else None)
+    factors = rank_factors(kernel, precision) if method in _factor_methods() else None
     return _core.make_plan(method, kernel, ih, iw, precision, options=options or None,
                            factors=factors, **kw)
 
@@ -386,7 +386,7 @@ class Plan:
     def _fallback_imag(self):
         if self._plan_fi is None and self._ki64 is not None and self._ki64.any():
             self._plan_fi = make_core_plan(_FINITE_FALLBACK[self.method], self._ki64,
-                                            *self._padded, self.precision)
+                                           *self._padded, self.precision)
         return self._plan_fi
 
     def _complex_native(self, b, image, fill):
