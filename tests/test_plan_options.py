@@ -134,6 +134,17 @@ def test_rank_tolerance_follows_the_precision():
     assert rank_factors(k, "fp32")[0].shape[0] == 2
 
 
+def test_float64_outer_products_are_rank_one():
+    """Their second singular value is float64 roundoff (about max(kh, kw) * eps), which must not
+    make fp64 run a second pass by chance."""
+    rng = np.random.default_rng(6)
+    for kh, kw in ((40, 17), (33, 47), (23, 31), (64, 64), (2, 60)):
+        k = np.outer(rng.standard_normal(kh), rng.standard_normal(kw))
+        col, row = rank_factors(k, "fp64")
+        assert col.shape[0] == 1, (kh, kw)
+        np.testing.assert_allclose(_sum(col, row), k, rtol=0, atol=1e-14 * abs(k).max())
+
+
 @pytest.mark.parametrize("shape", [(5, 9), (9, 5), (1, 7), (7, 1), (1, 1)])
 def test_exact_decomposition(shape):
     """Full rank, a single row or column, or NaN/inf: one term per row (or per column), exact."""

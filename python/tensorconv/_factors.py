@@ -2,11 +2,14 @@
 takes_factors: separable): K = sum_q col[q] row[q]^T, from LAPACK's SVD (numpy.linalg.svd),
 passed down to the plan in PlanRequest.
 
-The rank keeps the singular values above the precision's operand roundoff times the largest
-(smaller terms are below what the passes' operands resolve); where that leaves full rank, or the
-kernel is a single row or column, holds NaN/inf (LAPACK does not take them) or is larger than
-512 on its short side (an O(n^3) SVD for no saving), the exact decomposition is used instead:
-one term per kernel row (a unit column factor) or per column, whichever is fewer.
+The rank keeps the singular values above the largest times the precision's operand roundoff
+(smaller terms are below what the passes' operands resolve), and never below
+numpy.linalg.matrix_rank's max(kh, kw) * eps(float64): an outer product computed in float64 has
+a second singular value about that size, which would otherwise give fp64 one pass or two by
+chance. Where that leaves full rank, or the kernel is a single row or column, holds NaN/inf
+(LAPACK does not take them) or is larger than 512 on its short side (an O(n^3) SVD for no
+saving), the exact decomposition is used instead: one term per kernel row (a unit column factor)
+or per column, whichever is fewer.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ def rank_factors(kernel: np.ndarray, precision: str):
     if full <= 1 or full > _MAX_SVD or not np.isfinite(k).all():
         return _exact(k)
     u, s, vt = np.linalg.svd(k, full_matrices=False)  # s descending
-    rank = int(np.count_nonzero(s > _OPERAND_EPS[precision] * s[0]))
+    tol = max(_OPERAND_EPS[precision], max(k.shape) * np.finfo(np.float64).eps) * s[0]
+    rank = int(np.count_nonzero(s > tol))
     if rank >= full:
         return _exact(k)
     r = max(rank, 1)  # a zero kernel still runs one (zero) term
