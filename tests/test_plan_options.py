@@ -191,3 +191,9 @@ def test_version_is_pyprojects():
 
     text = (_ROOT / "pyproject.toml").read_text()
     assert re.search(r'^version = "([^"]+)"', text, re.M).group(1) == tc.__version__
+
+
+def test_readme_lists_every_option():
+    readme = (_ROOT / "README.md").read_text()
+    missing = [o.name for o in tc.plan_options() if f"`{o.name}`" not in readme]
+    assert not missing, missing
