@@ -51,8 +51,13 @@ enum class AccKind { f16, f32, f32x3, f64 };
 // Per precision: image storage In, staged type S, band-table entry Coef, MMA k (KK),
 // accumulation, and the default geometry Geo: output groups of 8 columns per warp (G), warps per
 // CTA as WR x WC, CTAs per SM the registers must allow (MINB).
-template <int G_, int WR_, int WC_, int MINB_> struct Geom {
+// PERM (k = 8 MMAs only): the MMA's k index is permuted so that lane q's two A columns, k = q
+// and q + 4, are the adjacent image columns 2q and 2q + 1 (a sum over k may take any order if
+// A and B agree): one 8- or 16-byte shared load per fragment row instead of two scalar ones, and
+// the two B taps of a lane adjacent in the band table.
+template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false> struct Geom {
   static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_;
+  static constexpr bool PERM = PERM_;
   static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
@@ -137,6 +142,18 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
 }
 
+// Two adjacent shared-memory elements (PERM fragments), one 8- or 16-byte load.
+__device__ __forceinline__ void ld_pair(float& x, float& y, const float* p) {
+  const float2 v = *reinterpret_cast<const float2*>(p);
+  x = v.x;
+  y = v.y;
+}
+__device__ __forceinline__ void ld_pair(double& x, double& y, const double* p) {
+  const double2 v = *reinterpret_cast<const double2*>(p);
+  x = v.x;
+  y = v.y;
+}
+
 template <class S> __device__ __forceinline__ S to_stage(float x);
 template <> __device__ __forceinline__ __half to_stage<__half>(float x) {
   return __float2half_rn(x);
@@ -166,7 +183,14 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
     const int rho = lo + i / nch, ch = i - (i / nch) * nch;
     const int gr = r0 + rho, gc = cs + ch * E;
     S* dst = sm + static_cast<std::size_t>(rho % a.R) * a.ld + ch * E;
-    if constexpr (P == Precision::tf32 || P == Precision::fp32) {  // rounded / split here
+    if constexpr (P == Precision::tf32 || P == Precision::fp32) {
+      if (a.vec_ok) {  // raw fp32 by cp.async; round_rows rounds / splits it after the wait
+        int bytes = gr < a.ih ? (a.iw - gc) * 4 : 0;
+        bytes = bytes < 0 ? 0 : (bytes > 16 ? 16 : bytes);
+        cp_async_bytes(dst, bytes ? img + static_cast<long long>(gr) * a.in_ld + gc : img, bytes);
+        continue;
+      }
+      // unaligned rows: through registers, rounded / split here
       float v[4] = {0.f, 0.f, 0.f, 0.f};
       const float* src = img + static_cast<long long>(gr) * a.in_ld + gc;
       if (a.vec_ok && gr < a.ih && gc + 3 < a.iw) {
@@ -206,6 +230,36 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
   }
 }
 
+// tf32 / fp32 with 16-byte copies: after cp_async_wait_all, each thread rounds (tf32) or splits
+// (fp32: plane 0 tf32(x), plane 1 tf32(x - tf32(x))) the chunks it copied itself in stage_rows
+// (same loop, so no barrier is needed between the copy and this pass). Once per element, and the
+// copies stay asynchronous: staging through registers stalled every warp of the CTA on global
+// latency for each chunk.
+template <Precision P>
+__device__ __forceinline__ void round_rows(const Args& a, typename Cfg<P>::S* sm, int lo, int hi,
+                                           int CW) {
+  if constexpr (P == Precision::tf32 || P == Precision::fp32) {
+    if (!a.vec_ok) return;  // rounded as staged
+    const int nch = (CW + 3) / 4;
+    for (int i = threadIdx.x; i < (hi - lo) * nch; i += kWarps * 32) {
+      const int rho = lo + i / nch, ch = i - (i / nch) * nch;
+      float* dst = sm + static_cast<std::size_t>(rho % a.R) * a.ld + ch * 4;
+      const float4 f = *reinterpret_cast<const float4*>(dst);
+      const float v[4] = {f.x, f.y, f.z, f.w};
+      float big[4], small[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {  // cvt.rna: NaN stays NaN (bit arithmetic would not)
+        big[e] = round_to_tf32(v[e]);
+        small[e] = round_to_tf32(v[e] - big[e]);
+      }
+      *reinterpret_cast<float4*>(dst) = make_float4(big[0], big[1], big[2], big[3]);
+      if constexpr (Cfg<P>::PLANES == 2)
+        *reinterpret_cast<float4*>(dst + static_cast<std::size_t>(a.R) * a.ld) =
+            make_float4(small[0], small[1], small[2], small[3]);
+    }
+  }
+}
+
 template <class Out, class Acc> __device__ __forceinline__ Out store_out(Acc x) {
   if constexpr (std::is_same_v<Out, __half>) return __float2half_rn(static_cast<float>(x));
   else return static_cast<Out>(x);
@@ -231,6 +285,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   constexpr int KS = KK / 8;               // chunk step in 8-column tiles
   constexpr int NC = G + KS * (DB - 1);    // A tiles a warp reads per kernel row
   constexpr int CW = TW - 8 + KK * DB;     // staged columns per block
+  constexpr bool PERM = Gm::PERM && KK == 8;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   S* sm = reinterpret_cast<S*>(smem_raw);
   // Rows are counted from the CTA's first output row r0 (ring slot: row % R); row block t of
@@ -243,7 +298,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   // Lane row offsets inside an A tile (ldmatrix: lane -> row (lane & 7) + 8 ((lane >> 3) & 1),
   // column 8 (lane >> 4); scalar loads: rows g and g + 8, columns q and q + 4).
   const int mrow0 = KK == 16 ? (lane & 7) + (lane & 8) : g;
-  const int mcol = KK == 16 ? 8 * (lane >> 4) : q;
+  const int mcol = KK == 16 ? 8 * (lane >> 4) : PERM ? 2 * q : q;
 
   for (int t = 0; t < a.nph; ++t) {
   const int rt = t * TH;
@@ -262,36 +317,42 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
     if (t == 0 || !a.carry) {  // carried: copied during the previous row block
       stage_rows<P>(a, sm, r0, cs, rt, rt + min(nrows, TH + a.S - 1), CW);
       cp_async_wait_all();
+      round_rows<P>(a, sm, rt, rt + min(nrows, TH + a.S - 1), CW);
       __syncthreads();
     }
     for (int u0 = 0; u0 < a.kh; u0 += a.S) {
+      int slo = 0, shi = 0;  // rows copied during this step
       if (u0 + a.S < a.kh) {  // the next step's new rows, into slots this step does not read
-        const int lo = rt + TH + a.S - 1 + u0;
-        stage_rows<P>(a, sm, r0, cs, lo, min(rt + nrows, lo + a.S), CW);
+        slo = rt + TH + a.S - 1 + u0;
+        shi = min(rt + nrows, slo + a.S);
       } else if (a.carry && t + 1 < a.nph) {  // S = kh, one block: the next row block's rows
-        stage_rows<P>(a, sm, r0, cs, rt + nrows, rt + TH + nrows, CW);
+        slo = rt + nrows;
+        shi = rt + TH + nrows;
       }
+      if (shi > slo) stage_rows<P>(a, sm, r0, cs, slo, shi, CW);
       if (active) {
         const int u1 = min(u0 + a.S, a.kh);
         // B_d fragments of kernel row u: lane (g, q) holds column n = g, rows k = kq and
         // kq + KK/2 (kq = q; m16n8k16: the pairs 2q, 2q + 1), i.e. taps KK d + kq - g and
         // KK d + kq + KK/2 - g (16-bit: one packed pair each). The next row's are loaded while
         // this one computes.
-        const Coef* band = static_cast<const Coef*>(a.band) + 8 + KK * DB * blk + KS * q - g;
+        const Coef* band =
+            static_cast<const Coef*>(a.band) + 8 + KK * DB * blk + (PERM ? 2 : KS) * q - g;
         Coef bx[DB], by[DB];
         auto load_b = [&](int u, Coef (&x)[DB], Coef (&y)[DB]) {
           const Coef* br = band + static_cast<long long>(u) * a.lp;
 #pragma unroll
           for (int d = 0; d < DB; ++d) {
             x[d] = __ldg(br + KK * d);
-            y[d] = __ldg(br + KK * d + KK / 2);
+            y[d] = __ldg(br + KK * d + (PERM ? 1 : KK / 2));
           }
         };
         load_b(u0, bx, by);
+        int s0 = (rt + wrow + u0 + mrow0) % a.R;  // ring slot of this lane's row, walked below
         for (int u = u0; u < u1; ++u) {
           Coef nx[DB], ny[DB];
           load_b(u + 1 < u1 ? u + 1 : u, nx, ny);
-          int s0 = (rt + wrow + u + mrow0) % a.R, s8 = s0 + 8;
+          int s8 = s0 + 8;
           if (s8 >= a.R) s8 -= a.R;
           const S* row0 = sm + static_cast<std::size_t>(s0) * a.ld + wcol + mcol;
           const S* row8 = sm + static_cast<std::size_t>(s8) * a.ld + wcol + mcol;
@@ -327,7 +388,13 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
             const Coef* b1 = by;
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
-              const S x[4] = {row0[8 * c], row8[8 * c], row0[8 * c + 4], row8[8 * c + 4]};
+              S x[4];
+              if constexpr (PERM) {
+                ld_pair(x[0], x[2], row0 + 8 * c);
+                ld_pair(x[1], x[3], row8 + 8 * c);
+              } else {
+                x[0] = row0[8 * c]; x[1] = row8[8 * c]; x[2] = row0[8 * c + 4]; x[3] = row8[8 * c + 4];
+              }
               if constexpr (C::acc == AccKind::f64) {
                 const double af[4] = {x[0], x[1], x[2], x[3]};
 #pragma unroll
@@ -350,8 +417,14 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
               } else {  // 3xTF32
                 // split when staged: big in plane 0 (x), small in plane 1
                 const std::size_t pl = static_cast<std::size_t>(a.R) * a.ld;
-                const S y[4] = {row0[pl + 8 * c], row8[pl + 8 * c], row0[pl + 8 * c + 4],
-                                row8[pl + 8 * c + 4]};
+                S y[4];
+                if constexpr (PERM) {
+                  ld_pair(y[0], y[2], row0 + pl + 8 * c);
+                  ld_pair(y[1], y[3], row8 + pl + 8 * c);
+                } else {
+                  y[0] = row0[pl + 8 * c]; y[1] = row8[pl + 8 * c];
+                  y[2] = row0[pl + 8 * c + 4]; y[3] = row8[pl + 8 * c + 4];
+                }
                 unsigned big[4], small[4];
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
@@ -385,9 +458,11 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
             bx[d] = nx[d];
             by[d] = ny[d];
           }
+          if (++s0 == a.R) s0 = 0;
         }
       }
       cp_async_wait_all();
+      if (shi > slo) round_rows<P>(a, sm, slo, shi, CW);
       __syncthreads();
     }
   }
@@ -515,6 +590,9 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
   if (sizeof(S) == 2) {
     st.ld = (cw + 7) / 8 * 8;
     if ((st.ld / 8) % 2 == 0) st.ld += 8;  // odd 16-byte units: ldmatrix rows on distinct banks
+  } else if (Gm::PERM && C::KK == 8) {
+    st.ld = (cw + 7) / 8 * 8;
+    if ((st.ld / 8) % 2 == 0) st.ld += 8;  // pair loads: rows g, g + 1.. on distinct banks
   } else {
     st.ld = (cw + 3) / 4 * 4;
     if ((st.ld / 4) % 2 == 0) st.ld += 4;  // scalar fragment loads: rows g on distinct banks
