@@ -211,17 +211,12 @@ int main(int argc, char** argv) {
   time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "default");
   time_geo<Precision::fp64, Cfg<Precision::fp64>::Geo>(img, n, rng, "default");
   if (argc > 1 && std::string(argv[1]) == "--defaults") return 0;
-  time_geo<Precision::tf32, Geom<8, 8, 1, 2>>(img, n, rng, "G8x8x1");
-  time_geo<Precision::tf32, Geom<8, 2, 4, 2>>(img, n, rng, "G8x2x4");
-  time_geo<Precision::tf32, Geom<16, 4, 2, 1>>(img, n, rng, "G16x4x2m1");
-  time_geo<Precision::fp32, Geom<2, 4, 2, 2, true>>(img, n, rng, "G2x4x2p");
-  time_geo<Precision::fp32, Geom<4, 4, 2, 2>>(img, n, rng, "G4x4x2");
-  time_geo<Precision::fp32, Geom<2, 8, 1, 2>>(img, n, rng, "G2x8x1");
-  time_geo<Precision::fp32, Geom<2, 2, 4, 2>>(img, n, rng, "G2x2x4");
-  time_geo<Precision::fp32, Geom<2, 4, 2, 3>>(img, n, rng, "G2x4x2m3");
-  time_geo<Precision::fp32, Geom<1, 4, 2, 3>>(img, n, rng, "G1x4x2m3");
-  time_geo<Precision::fp64, Geom<2, 8, 1, 2>>(img, n, rng, "G2x8x1");
-  time_geo<Precision::fp64, Geom<2, 2, 4, 2>>(img, n, rng, "G2x2x4");
-  time_geo<Precision::fp64, Geom<2, 4, 2, 3>>(img, n, rng, "G2x4x2m3");
+  time_geo<Precision::tf32, Geom<8, 4, 2, 2, false, 2>>(img, n, rng, "G8x4x2u2");
+  time_geo<Precision::tf32, Geom<4, 4, 2, 3>>(img, n, rng, "G4x4x2m3");
+  time_geo<Precision::tf32, Geom<4, 4, 2, 3, false, 2>>(img, n, rng, "G4x4x2m3u2");
+  time_geo<Precision::fp32, Geom<4, 4, 2, 2, false, 2>>(img, n, rng, "G4x4x2u2");
+  time_geo<Precision::fp32, Geom<4, 2, 4, 2>>(img, n, rng, "G4x2x4");
+  time_geo<Precision::fp64, Geom<4, 4, 2, 2>>(img, n, rng, "G4x4x2");
+  time_geo<Precision::fp64, Geom<2, 4, 2, 2, false, 2>>(img, n, rng, "G2x4x2u2");
   return 0;
 }
