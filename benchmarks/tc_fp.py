@@ -5,6 +5,7 @@ fft, naive_shmem and 'auto', with torch.fft (kernel spectrum precomputed, crop a
 cuDNN (torch conv2d; TF32 only in the tf32 rows) timed in the same run.
 
     python benchmarks/tc_fp.py --out benchmarks/results/tc_fp_<device>.json
+    python benchmarks/tc_fp.py --plot benchmarks/results/tc_fp_<device>.json   # -> .png
 
 Image: a USC-SIPI image resized to the size (gpu_core.load_image); kernel uniform in [0, 1)
 (gpu_core.random_kernel). mape_pct: median relative error in % against a float64 torch.fft
@@ -21,22 +22,47 @@ import platform
 import sys
 import time
 
-import cupy as cp
-import torch
-import torch.nn.functional as F
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_core import event_median, fft_reference, load_image, mape_gpu, random_kernel  # noqa: E402
-
-import tensorconv as tc  # noqa: E402
 
 PRECISIONS = ("tf32", "fp32", "fp64")
 METHODS = ("toeplitz_tc", "fft", "naive_shmem", "auto")
-TORCH = {"tf32": torch.float32, "fp32": torch.float32, "fp64": torch.float64}
 GOALS = {  # issue #17, 4096^2: ms at k = 15, 25, 35, 55 (None: "fft or better")
     "fp32": {15: 0.15, 25: 0.35, 35: None, 55: None},
     "fp64": {15: 0.35, 25: 0.75, 35: None, 55: None},
     "tf32": {15: 0.10, 25: 0.20, 35: 0.35, 55: 0.60}}
+
+
+def plot(meta, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = sorted({r["image"][0] for r in meta["rows"]})
+    fig, axes = plt.subplots(len(sizes), 3, figsize=(15, 4.2 * len(sizes)), squeeze=False)
+    styles = {"toeplitz_tc": "o-", "fft": "s-", "naive_shmem": "^-", "auto": "x--",
+              "peer:torch_fft": "s:", "peer:torch_conv2d": "v:"}
+    for i, size in enumerate(sizes):
+        for j, prec in enumerate(PRECISIONS):
+            ax = axes[i][j]
+            for impl, st in styles.items():
+                pr = "fp32" if impl == "peer:torch_fft" and prec == "tf32" else prec
+                pts = sorted((r["kernel"][0], r["median_ms"]) for r in meta["rows"]
+                             if r["impl"] == impl and r["precision"] == pr
+                             and r["image"][0] == size)
+                if pts:
+                    ax.plot(*zip(*pts), st, label=impl + (" (fp32)" if pr != prec else ""))
+            if size == 4096:
+                g = [(k, v) for k, v in GOALS[prec].items() if v is not None]
+                ax.plot(*zip(*g), "k*", markersize=10, label="goal")
+            ax.set_yscale("log")
+            ax.set_xlabel("kernel size k (k x k)")
+            ax.set_ylabel("ms (median of 20)")
+            ax.set_title(f"{prec}, {size}x{size}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+    fig.suptitle(f"tensorconv plan + CuPy vs peers, {meta['device']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("wrote", path)
 
 
 def time_call(fn, runs=20):
@@ -46,7 +72,8 @@ def time_call(fn, runs=20):
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--plot", help="JSON of a run: write its PNG beside it and print the summary")
     ap.add_argument("--sizes", default="4096,16384")
     ap.add_argument("--ks", default="3,15,25,35,55")
     ap.add_argument("--precisions", default=",".join(PRECISIONS))
@@ -55,6 +82,23 @@ def main(argv=None):
                     help="cuDNN rows only up to this size (fp32 without TF32 takes ~0.16 s at "
                          "k = 55 on 4096^2)")
     args = ap.parse_args(argv)
+    if args.plot:
+        with open(args.plot) as f:
+            meta = json.load(f)
+        summarize(meta)
+        plot(meta, args.plot[:-5] + ".png")
+        return 0
+    if not args.out:
+        ap.error("--out or --plot is needed")
+    global cp, torch, F, tc, event_median, fft_reference, load_image, mape_gpu, random_kernel
+    import cupy as cp
+    import torch
+    import torch.nn.functional as F
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpu_core import event_median, fft_reference, load_image, mape_gpu, random_kernel
+
+    import tensorconv as tc
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.cuda.get_device_name()
@@ -71,6 +115,7 @@ def main(argv=None):
     precs = [p for p in args.precisions.split(",") if p]
     methods = [m for m in args.methods.split(",") if m]
     t0 = time.time()
+    TORCH = {"tf32": torch.float32, "fp32": torch.float32, "fp64": torch.float64}
     for size in map(int, args.sizes.split(",")):
         name, img64 = load_image(size)
         meta["images"][str(size)] = f"USC-SIPI {name} resized to {size}x{size}"
