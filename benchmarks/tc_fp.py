@@ -53,10 +53,8 @@ def plot(meta, path):
             if size == 4096:
                 g = [(k, v) for k, v in GOALS[prec].items() if v is not None]
                 ax.plot(*zip(*g), "k*", markersize=10, label="goal")
-            ax.set_yscale("log")
-            ax.set_xlabel("kernel size k (k x k)")
-            ax.set_ylabel("ms (median of 20)")
-            ax.set_title(f"{prec}, {size}x{size}")
+            ax.set(yscale="log", xlabel="kernel size k (k x k)", ylabel="ms (median of 20)",
+                   title=f"{prec}, {size}x{size}")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
     fig.suptitle(f"tensorconv plan + CuPy vs peers, {meta['device']}")
