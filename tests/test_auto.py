@@ -36,7 +36,7 @@ def random_kernel(k):
     ("fp16", 3, "naive_shmem"), ("fp16", 15, "im2tensor_fused"),
     ("fp16fp32", 55, "im2tensor_fused"), ("bf16", 25, "im2tensor_fused"),
     ("tf32", 3, "toeplitz_tc"), ("tf32", 35, "toeplitz_tc"), ("tf32", 55, "toeplitz_tc"),
-    ("fp32", 3, "naive_shmem"), ("fp32", 15, "toeplitz_tc"), ("fp32", 25, "fft"),
+    ("fp32", 3, "toeplitz_tc"), ("fp32", 15, "toeplitz_tc"), ("fp32", 25, "fft"),
     ("fp64", 3, "toeplitz_tc"), ("fp64", 25, "toeplitz_tc"), ("fp64", 35, "fft"),
     ("fp64", 55, "fft")])
 def test_device_ranking(every_method_available, precision, k, expected):
