@@ -41,6 +41,7 @@ template <class T> double host_load(T x) {
 }
 
 static bool g_nocarry = false;  // time the one-row-block-per-CTA form
+static bool g_unaligned = false;  // image 4 bytes off 16-byte alignment: no cp.async staging
 
 struct Dev {
   void* p = nullptr;
@@ -59,15 +60,16 @@ std::vector<double> run(const std::vector<double>& img, int ih, int iw,
   for (std::size_t i = 0; i < img.size(); ++i) hin[i] = host_store<In>(img[i]);
   Setup<P> st = prepare<P, Gm>(ker.data(), kh, kw);
   if (g_nocarry) st.carry = false;
-  Dev din(hin.size() * sizeof(In)), dout(static_cast<std::size_t>(oh) * ow * sizeof(Out));
+  Dev din((hin.size() + 4) * sizeof(In)), dout(static_cast<std::size_t>(oh) * ow * sizeof(Out));
   Dev dband(st.band.size() * sizeof(st.band[0])), dkd(st.kd.size() * sizeof(st.kd[0]));
-  TC_CUDA_CHECK(cudaMemcpy(din.p, hin.data(), hin.size() * sizeof(In), cudaMemcpyHostToDevice));
+  In* dimg = static_cast<In*>(din.p) + (g_unaligned ? 1 : 0);
+  TC_CUDA_CHECK(cudaMemcpy(dimg, hin.data(), hin.size() * sizeof(In), cudaMemcpyHostToDevice));
   TC_CUDA_CHECK(cudaMemcpy(dband.p, st.band.data(), st.band.size() * sizeof(st.band[0]),
                            cudaMemcpyHostToDevice));
   TC_CUDA_CHECK(cudaMemcpy(dkd.p, st.kd.data(), st.kd.size() * sizeof(st.kd[0]),
                            cudaMemcpyHostToDevice));
   Args a{};
-  a.in = din.p;
+  a.in = dimg;
   a.in_ld = iw;
   a.out = dout.p;
   a.out_ld = ow;
@@ -207,8 +209,14 @@ int main(int argc, char** argv) {
   time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "default");
   time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default");
   time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "default");
-  time_geo<Precision::fp32, Geom<8, 4, 2, 1>>(img, n, rng, "G8x4x2m1");
-  time_geo<Precision::tf32, Geom<4, 4, 2, 2>>(img, n, rng, "G4x4x2");
-  time_geo<Precision::fp32, Geom<2, 4, 2, 2>>(img, n, rng, "G2x4x2");
+  time_geo<Precision::fp64, Cfg<Precision::fp64>::Geo>(img, n, rng, "default");
+  if (argc > 1 && std::string(argv[1]) == "--defaults") return 0;
+  time_geo<Precision::tf32, Geom<8, 4, 2, 2, false, 2>>(img, n, rng, "G8x4x2u2");
+  time_geo<Precision::tf32, Geom<4, 4, 2, 3>>(img, n, rng, "G4x4x2m3");
+  time_geo<Precision::tf32, Geom<4, 4, 2, 3, false, 2>>(img, n, rng, "G4x4x2m3u2");
+  time_geo<Precision::fp32, Geom<4, 4, 2, 2, false, 2>>(img, n, rng, "G4x4x2u2");
+  time_geo<Precision::fp32, Geom<4, 2, 4, 2>>(img, n, rng, "G4x2x4");
+  time_geo<Precision::fp64, Geom<4, 4, 2, 2>>(img, n, rng, "G4x4x2");
+  time_geo<Precision::fp64, Geom<2, 4, 2, 2, false, 2>>(img, n, rng, "G2x4x2u2");
   return 0;
 }

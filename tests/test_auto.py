@@ -16,7 +16,8 @@ def every_method_available(monkeypatch):
     rows = [MethodInfo(m.name, m.device, m.precisions, True, "", m.summary, m.entry)
             for m in tc.methods()]
     names = {r.name for r in rows}
-    for needed in ("naive_shmem", "separable", "fft", "im2tensor_fused", "im2tensor_atomic"):
+    for needed in ("naive_shmem", "separable", "fft", "im2tensor_fused", "im2tensor_atomic",
+                   "toeplitz_tc"):
         if needed not in names:
             pytest.skip(f"{needed} is not in this build's registry")
     monkeypatch.setattr(_api, "_methods", lambda: rows)
@@ -34,8 +35,10 @@ def random_kernel(k):
 @pytest.mark.parametrize("precision,k,expected", [
     ("fp16", 3, "naive_shmem"), ("fp16", 15, "im2tensor_fused"),
     ("fp16fp32", 55, "im2tensor_fused"), ("bf16", 25, "im2tensor_fused"),
-    ("tf32", 35, "naive_shmem"), ("fp32", 15, "naive_shmem"), ("fp32", 25, "fft"),
-    ("fp64", 55, "fft"), ("fp64", 3, "naive_shmem")])
+    ("tf32", 3, "toeplitz_tc"), ("tf32", 35, "toeplitz_tc"), ("tf32", 55, "toeplitz_tc"),
+    ("fp32", 3, "toeplitz_tc"), ("fp32", 15, "toeplitz_tc"), ("fp32", 25, "fft"),
+    ("fp64", 3, "toeplitz_tc"), ("fp64", 25, "toeplitz_tc"), ("fp64", 35, "fft"),
+    ("fp64", 55, "fft")])
 def test_device_ranking(every_method_available, precision, k, expected):
     assert _api.choose_method(precision, True, 1e12, random_kernel(k)) == expected
 
@@ -52,7 +55,7 @@ def test_rank1_kernels_go_separable(every_method_available, precision):
 
 def test_host_arrays_stay_on_cpu_when_small(every_method_available):
     assert _api.choose_method("fp64", False, 1e3, random_kernel(3)) == "direct"
-    assert _api.choose_method("fp64", False, 1e12, random_kernel(3)) == "naive_shmem"
+    assert _api.choose_method("fp64", False, 1e12, random_kernel(3)) == "toeplitz_tc"
 
 
 def test_never_atomic(every_method_available):
@@ -65,6 +68,8 @@ def test_non_finite_kernel_does_not_break_auto(every_method_available):
     k = random_kernel(15)
     k[3, 3] = np.nan
     assert _api.choose_method("fp32", True, 1e12, k) == "naive_shmem"
+    # toeplitz_tc would run its direct fallback for every output
+    assert _api.choose_method("tf32", True, 1e12, k) == "naive_shmem"
 
 
 def test_no_method_for_device(monkeypatch):

@@ -165,6 +165,7 @@ def _fill_for(fillvalue, complex_data: bool):
 # still in bf16 but its last bits vary between runs, so 'auto' never picks it.
 _SMALL_AREA = 100
 _FFT_AREA = 225
+_TOEPLITZ_AREA = {"fp64": (0, 900), "fp32": (0, 400)}  # lo < area <= hi
 
 
 def _rank1(kernel: np.ndarray, precision: str) -> bool:
@@ -184,11 +185,21 @@ def _gpu_preference(precision: str, kernel: np.ndarray | None) -> list:
     prefs = []
     if (area > _SMALL_AREA or precision != "fp16") and area > 1 and _rank1(kernel, precision):
         prefs.append("separable")
+    # toeplitz_tc on the tensor cores (issue #17; H100 4096², benchmarks/results/tc_fp_*, plan +
+    # CuPy): tf32 at every size (0.10-0.62 ms at k = 3-55 vs naive_shmem's 0.12-4.5); fp64 (DMMA)
+    # and fp32 (DMMA, fp32 data widened) from k = 3 (0.12 / 0.08 ms vs naive_shmem's 0.14 /
+    # 0.10) up to the area where cuFFT's flat ~0.82 / ~0.43 ms overtakes them (fp64 k = 25:
+    # 0.55, k = 35: 0.94; fp32 k = 15: 0.25, k = 25: 0.50). Not for a non-finite kernel: every
+    # output would then take its direct-FMA fallback.
+    finite = bool(np.isfinite(kernel).all())
+    lo, hi = _TOEPLITZ_AREA.get(precision, (0, 0))
+    if finite and (precision == "tf32" or lo < area <= hi):
+        prefs.append("toeplitz_tc")
     if area <= _SMALL_AREA or precision == "tf32":
         prefs.append("naive_shmem")
     elif precision in ("fp16", "fp16fp32", "bf16"):
         prefs.append("im2tensor_fused")
-    elif area > _FFT_AREA and np.isfinite(kernel).all():
+    elif area > _FFT_AREA and finite:
         prefs.append("fft")
     prefs.append("naive_shmem")
     return prefs

@@ -9,20 +9,16 @@
 // fragments come straight from a zero-padded copy of kernel row u (eq. 7's memory reference,
 // not a materialised rcm). Work per output: kh * KK * ceil((kw + 7) / KK) multiply-adds vs
 // kh * kw direct, so n = 8 output columns per MMA (the smallest) wastes the least.
-// Image rows are staged once per CTA in a shared-memory ring (cp.async; tf32 rounded and fp32
-// split into two tf32 planes on the way, once per element rather than per use) and serve every
+// Image rows are staged once per CTA in a shared-memory ring (cp.async; tf32 rounded in place
+// after the copy, once per element rather than per use) and serve every
 // kernel row and every column shift; kernel rows are walked in steps of S rows, the next
 // step's image rows copied while this one computes, so any kernel height fits. When one step
 // holds the whole kernel, a CTA walks several row blocks down its column strip and the next
 // block's new rows are copied during this one (no load-then-compute bubble per CTA). Kernels
 // wider than 8 KK are walked in column blocks of DB chunks (accumulators stay in registers).
 // Precisions: fp16 (m16n8k16, half accumulator per kernel row, rows summed in fp32), fp16fp32
-// and bf16 (m16n8k16, fp32 accumulator), tf32 (m16n8k8), fp32 by 3xTF32 (x = big + small, both
-// tf32; big*big + big*small + small*big), fp64 on DMMA (m16n8k8 f64, sm_90). fp32 keeps fp32
-// accuracy because each big*big MMA starts from zero and is added to the sum by Fast2Sum, its
-// rounding error going to the cross-term accumulator: the MMA's fp32 accumulation truncates,
-// and summing the partials with plain FADDs still left MAPE 1.3e-5 % at k = 25 (H100; 2.3e-6 %
-// with Fast2Sum).
+// and bf16 (m16n8k16, fp32 accumulator), tf32 (m16n8k8), fp32 and fp64 on DMMA (m16n8k8 f64,
+// sm_90; fp32 data widened to fp64 as read: exact products, fp64 sums, one rounding at the end).
 // NaN/inf: the band's zero taps times inf give NaN where the direct sum has none, so a warp
 // whose accumulators end non-finite recomputes its outputs by direct FMAs from global memory
 // (a non-finite datum anywhere in a warp's tiles makes its MMA results non-finite, so a finite
@@ -46,20 +42,27 @@ namespace tc {
 namespace cuda {
 namespace tz {
 
-enum class AccKind { f16, f32, f32x3, f64 };
+enum class AccKind { f16, f32, f64 };
 
 // Per precision: image storage In, staged type S, band-table entry Coef, MMA k (KK),
 // accumulation, and the default geometry Geo: output groups of 8 columns per warp (G), warps per
 // CTA as WR x WC, CTAs per SM the registers must allow (MINB).
-template <int G_, int WR_, int WC_, int MINB_> struct Geom {
-  static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_;
+// PERM (k = 8 MMAs only): the MMA's k index is permuted so that lane q's two A columns, k = q
+// and q + 4, are the adjacent image columns 2q and 2q + 1 (a sum over k may take any order if
+// A and B agree): one 8- or 16-byte shared load per fragment row instead of two scalar ones, and
+// the two B taps of a lane adjacent in the band table.
+// UNR: kernel rows unrolled per loop trip (the compiler may then overlap one row's fragment
+// loads with the other's MMAs).
+template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1> struct Geom {
+  static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_;
+  static constexpr bool PERM = PERM_;
   static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
 template <Precision P> struct Cfg;
 template <> struct Cfg<Precision::fp16> {
   using In = __half; using S = __half; using Coef = std::uint32_t; using Acc = float;
-  static constexpr int KK = 16, PLANES = 1;
+  static constexpr int KK = 16;
   using Geo = Geom<8, 4, 2, 2>;
   static constexpr AccKind acc = AccKind::f16;
 };
@@ -69,25 +72,29 @@ template <> struct Cfg<Precision::fp16fp32> : Cfg<Precision::fp16> {
 template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
   using In = float; using S = __nv_bfloat16;
 };
-// tf32 and fp32 round (split) the image once, as it is staged: plane 0 holds tf32(x), fp32's
-// plane 1 tf32(x - tf32(x)); the fragments are then plain shared-memory loads.
+// tf32 rounds the image once, as it is staged (round_rows); the fragments are then plain
+// shared-memory loads.
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
-  static constexpr int KK = 8, PLANES = 1;
+  static constexpr int KK = 8;
   using Geo = Geom<8, 4, 2, 2>;
   static constexpr AccKind acc = AccKind::f32;
 };
-template <> struct Cfg<Precision::fp32> : Cfg<Precision::tf32> {
-  using Coef = float2;  // (big, small)
-  static constexpr int PLANES = 2;
-  using Geo = Geom<4, 4, 2, 2>;
-  static constexpr AccKind acc = AccKind::f32x3;
-};
 template <> struct Cfg<Precision::fp64> {
   using In = double; using S = double; using Coef = double; using Acc = double;
-  static constexpr int KK = 8, PLANES = 1;
+  static constexpr int KK = 8;
   using Geo = Geom<2, 4, 2, 2>;  // H100: G = 2 beat G = 4, 8 (one CTA per SM) at k <= 35
   static constexpr AccKind acc = AccKind::f64;
+};
+// fp32 on DMMA: fp32 image staged as is (half fp64's bytes), widened to fp64 as fragments are
+// read, taps the fp32 kernel's values in fp64: exact products summed in fp64, one rounding to
+// fp32 at the store. Measured against 3xTF32 on the same H100 (4096², harness): fp64 DMMA took
+// 0.31 / 0.57 / 1.02 / 2.14 ms at k = 15 / 25 / 35 / 55 where 3xTF32 (three tf32 MMAs per band
+// chunk plus a Fast2Sum per big*big product to undo the MMA's truncating fp32 sums) took
+// 0.38 / 0.74 / 1.47 / 2.79, so 3xTF32 was dropped: DMMA is faster and more accurate.
+template <> struct Cfg<Precision::fp32> : Cfg<Precision::fp64> {
+  using In = float; using S = float;
+  using Geo = Geom<4, 4, 2, 2>;  // H100: 0.257 / 0.497 ms at k = 15 / 25 vs G = 2's 0.289 / 0.555
 };
 
 constexpr int kWarps = 8;
@@ -137,6 +144,18 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
 }
 
+// Two adjacent shared-memory elements (PERM fragments), one 8- or 16-byte load.
+__device__ __forceinline__ void ld_pair(float& x, float& y, const float* p) {
+  const float2 v = *reinterpret_cast<const float2*>(p);
+  x = v.x;
+  y = v.y;
+}
+__device__ __forceinline__ void ld_pair(double& x, double& y, const double* p) {
+  const double2 v = *reinterpret_cast<const double2*>(p);
+  x = v.x;
+  y = v.y;
+}
+
 template <class S> __device__ __forceinline__ S to_stage(float x);
 template <> __device__ __forceinline__ __half to_stage<__half>(float x) {
   return __float2half_rn(x);
@@ -154,19 +173,28 @@ template <class S, class In> __device__ __forceinline__ S stage_cast(In x) {
 
 // Rows [lo, hi) of the CTA's image window (relative to r0), columns cs.. (CW of them, rounded
 // up to 16 bytes), into ring slots row % R. Rows and columns past the image are zero.
-template <Precision P>
+template <Precision P, int CW>
 __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm, int r0, int cs,
-                                           int lo, int hi, int CW) {
+                                           int lo, int hi) {
   using S = typename Cfg<P>::S;
   using In = typename Cfg<P>::In;
   constexpr int E = 16 / sizeof(S);
-  const int nch = (CW + E - 1) / E;
+  constexpr int nch = (CW + E - 1) / E;
   const In* img = static_cast<const In*>(a.in);
+  const int slot0 = lo % a.R;  // hi - lo <= R rows: slots wrap at most once
   for (int i = threadIdx.x; i < (hi - lo) * nch; i += kWarps * 32) {
-    const int rho = lo + i / nch, ch = i - (i / nch) * nch;
-    const int gr = r0 + rho, gc = cs + ch * E;
-    S* dst = sm + static_cast<std::size_t>(rho % a.R) * a.ld + ch * E;
-    if constexpr (P == Precision::tf32 || P == Precision::fp32) {  // rounded / split here
+    const int rr = i / nch, ch = i - rr * nch;
+    const int gr = r0 + lo + rr, gc = cs + ch * E;
+    const int slot = slot0 + rr >= a.R ? slot0 + rr - a.R : slot0 + rr;
+    S* dst = sm + static_cast<std::size_t>(slot) * a.ld + ch * E;
+    if constexpr (P == Precision::tf32) {
+      if (a.vec_ok) {  // raw fp32 by cp.async; round_rows rounds it after the wait
+        int bytes = gr < a.ih ? (a.iw - gc) * 4 : 0;
+        bytes = bytes < 0 ? 0 : (bytes > 16 ? 16 : bytes);
+        cp_async_bytes(dst, bytes ? img + static_cast<long long>(gr) * a.in_ld + gc : img, bytes);
+        continue;
+      }
+      // unaligned rows: through registers, rounded here
       float v[4] = {0.f, 0.f, 0.f, 0.f};
       const float* src = img + static_cast<long long>(gr) * a.in_ld + gc;
       if (a.vec_ok && gr < a.ih && gc + 3 < a.iw) {
@@ -176,16 +204,9 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
 #pragma unroll
         for (int e = 0; e < 4; ++e) v[e] = gc + e < a.iw ? src[e] : 0.f;
       }
-      float big[4], small[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {  // cvt.rna: NaN stays NaN (bit arithmetic would not)
-        big[e] = round_to_tf32(v[e]);
-        small[e] = round_to_tf32(v[e] - big[e]);
-      }
-      *reinterpret_cast<float4*>(dst) = make_float4(big[0], big[1], big[2], big[3]);
-      if constexpr (Cfg<P>::PLANES == 2)
-        *reinterpret_cast<float4*>(dst + static_cast<std::size_t>(a.R) * a.ld) =
-            make_float4(small[0], small[1], small[2], small[3]);
+      // cvt.rna: NaN stays NaN (bit arithmetic would not)
+      *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(v[0]), round_to_tf32(v[1]),
+                                                    round_to_tf32(v[2]), round_to_tf32(v[3]));
       continue;
     }
     if constexpr (std::is_same_v<S, In>) {
@@ -202,6 +223,27 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
       const bool in = gr < a.ih && gc + e < a.iw;
       dst[e] = in ? stage_cast<S>(img[static_cast<long long>(gr) * a.in_ld + gc + e])
                   : to_stage<S>(0.f);
+    }
+  }
+}
+
+// tf32 with 16-byte copies: after cp_async_wait_all, each thread rounds the chunks it copied
+// itself in stage_rows (same loop, so no barrier is needed between the copy and this pass). Once
+// per element, and the copies stay asynchronous (staging through registers stalled the CTA's
+// warps on global latency: 0.115 -> 0.096 ms at k = 3, 0.152 -> 0.136 at k = 15, H100).
+template <Precision P, int CW>
+__device__ __forceinline__ void round_rows(const Args& a, typename Cfg<P>::S* sm, int lo, int hi) {
+  if constexpr (P == Precision::tf32) {
+    if (!a.vec_ok) return;  // rounded as staged
+    constexpr int nch = (CW + 3) / 4;
+    const int slot0 = lo % a.R;
+    for (int i = threadIdx.x; i < (hi - lo) * nch; i += kWarps * 32) {
+      int slot = slot0 + i / nch;
+      if (slot >= a.R) slot -= a.R;  // hi - lo <= R: one wrap at most
+      float* dst = sm + static_cast<std::size_t>(slot) * a.ld + (i % nch) * 4;
+      const float4 f = *reinterpret_cast<const float4*>(dst);
+      *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(f.x), round_to_tf32(f.y),
+                                                    round_to_tf32(f.z), round_to_tf32(f.w));
     }
   }
 }
@@ -231,6 +273,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   constexpr int KS = KK / 8;               // chunk step in 8-column tiles
   constexpr int NC = G + KS * (DB - 1);    // A tiles a warp reads per kernel row
   constexpr int CW = TW - 8 + KK * DB;     // staged columns per block
+  constexpr bool PERM = Gm::PERM && KK == 8;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   S* sm = reinterpret_cast<S*>(smem_raw);
   // Rows are counted from the CTA's first output row r0 (ring slot: row % R); row block t of
@@ -243,7 +286,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   // Lane row offsets inside an A tile (ldmatrix: lane -> row (lane & 7) + 8 ((lane >> 3) & 1),
   // column 8 (lane >> 4); scalar loads: rows g and g + 8, columns q and q + 4).
   const int mrow0 = KK == 16 ? (lane & 7) + (lane & 8) : g;
-  const int mcol = KK == 16 ? 8 * (lane >> 4) : q;
+  const int mcol = KK == 16 ? 8 * (lane >> 4) : PERM ? 2 * q : q;
 
   for (int t = 0; t < a.nph; ++t) {
   const int rt = t * TH;
@@ -251,47 +294,57 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   const bool active = r0 + rt + wrow < a.oh && c0 + wcol < a.ow;  // warp-uniform
 
   Acc acc[G][4];
-  float acc2[C::acc == AccKind::f32x3 ? G : 1][4];  // 3xTF32: the cross terms
 #pragma unroll
   for (int p = 0; p < G; ++p)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[p][e] = acc2[C::acc == AccKind::f32x3 ? p : 0][e] = 0;
+    for (int e = 0; e < 4; ++e) acc[p][e] = 0;
 
   for (int blk = 0; blk < a.nblk; ++blk) {
     const int cs = c0 + KK * DB * blk;
     if (t == 0 || !a.carry) {  // carried: copied during the previous row block
-      stage_rows<P>(a, sm, r0, cs, rt, rt + min(nrows, TH + a.S - 1), CW);
+      stage_rows<P, CW>(a, sm, r0, cs, rt, rt + min(nrows, TH + a.S - 1));
       cp_async_wait_all();
+      round_rows<P, CW>(a, sm, rt, rt + min(nrows, TH + a.S - 1));
       __syncthreads();
     }
     for (int u0 = 0; u0 < a.kh; u0 += a.S) {
+      int slo = 0, shi = 0;  // rows copied during this step
       if (u0 + a.S < a.kh) {  // the next step's new rows, into slots this step does not read
-        const int lo = rt + TH + a.S - 1 + u0;
-        stage_rows<P>(a, sm, r0, cs, lo, min(rt + nrows, lo + a.S), CW);
+        slo = rt + TH + a.S - 1 + u0;
+        shi = min(rt + nrows, slo + a.S);
       } else if (a.carry && t + 1 < a.nph) {  // S = kh, one block: the next row block's rows
-        stage_rows<P>(a, sm, r0, cs, rt + nrows, rt + TH + nrows, CW);
+        slo = rt + nrows;
+        shi = rt + TH + nrows;
       }
+      if (shi > slo) stage_rows<P, CW>(a, sm, r0, cs, slo, shi);
       if (active) {
         const int u1 = min(u0 + a.S, a.kh);
         // B_d fragments of kernel row u: lane (g, q) holds column n = g, rows k = kq and
         // kq + KK/2 (kq = q; m16n8k16: the pairs 2q, 2q + 1), i.e. taps KK d + kq - g and
         // KK d + kq + KK/2 - g (16-bit: one packed pair each). The next row's are loaded while
         // this one computes.
-        const Coef* band = static_cast<const Coef*>(a.band) + 8 + KK * DB * blk + KS * q - g;
+        const Coef* band =
+            static_cast<const Coef*>(a.band) + 8 + KK * DB * blk + (PERM ? 2 : KS) * q - g;
         Coef bx[DB], by[DB];
         auto load_b = [&](int u, Coef (&x)[DB], Coef (&y)[DB]) {
           const Coef* br = band + static_cast<long long>(u) * a.lp;
 #pragma unroll
           for (int d = 0; d < DB; ++d) {
             x[d] = __ldg(br + KK * d);
-            y[d] = __ldg(br + KK * d + KK / 2);
+            y[d] = __ldg(br + KK * d + (PERM ? 1 : KK / 2));
           }
         };
-        load_b(u0, bx, by);
+        // The next row's fragments are prefetched only while they fit: with fp64 taps and 6-8
+        // chunks the second set spilled (ptxas) at two CTAs per SM.
+        constexpr bool kPrefetch = 2 * DB * sizeof(Coef) <= 64;
+        if (kPrefetch) load_b(u0, bx, by);
+        int s0 = (rt + wrow + u0 + mrow0) % a.R;  // ring slot of this lane's row, walked below
+#pragma unroll Gm::UNR
         for (int u = u0; u < u1; ++u) {
-          Coef nx[DB], ny[DB];
-          load_b(u + 1 < u1 ? u + 1 : u, nx, ny);
-          int s0 = (rt + wrow + u + mrow0) % a.R, s8 = s0 + 8;
+          Coef nx[kPrefetch ? DB : 1], ny[kPrefetch ? DB : 1];
+          if constexpr (kPrefetch) load_b(u + 1 < u1 ? u + 1 : u, nx, ny);
+          else load_b(u, bx, by);
+          int s8 = s0 + 8;
           if (s8 >= a.R) s8 -= a.R;
           const S* row0 = sm + static_cast<std::size_t>(s0) * a.ld + wcol + mcol;
           const S* row8 = sm + static_cast<std::size_t>(s8) * a.ld + wcol + mcol;
@@ -327,7 +380,13 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
             const Coef* b1 = by;
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
-              const S x[4] = {row0[8 * c], row8[8 * c], row0[8 * c + 4], row8[8 * c + 4]};
+              S x[4];
+              if constexpr (PERM) {
+                ld_pair(x[0], x[2], row0 + 8 * c);
+                ld_pair(x[1], x[3], row8 + 8 * c);
+              } else {
+                x[0] = row0[8 * c]; x[1] = row8[8 * c]; x[2] = row0[8 * c + 4]; x[3] = row8[8 * c + 4];
+              }
               if constexpr (C::acc == AccKind::f64) {
                 const double af[4] = {x[0], x[1], x[2], x[3]};
 #pragma unroll
@@ -347,47 +406,21 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
                   BandTf32::mma(acc[p], af,
                                 make_uint2(__float_as_uint(b0[d]), __float_as_uint(b1[d])));
                 }
-              } else {  // 3xTF32
-                // split when staged: big in plane 0 (x), small in plane 1
-                const std::size_t pl = static_cast<std::size_t>(a.R) * a.ld;
-                const S y[4] = {row0[pl + 8 * c], row8[pl + 8 * c], row0[pl + 8 * c + 4],
-                                row8[pl + 8 * c + 4]};
-                unsigned big[4], small[4];
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                  big[e] = __float_as_uint(x[e]);
-                  small[e] = __float_as_uint(y[e]);
-                }
-#pragma unroll
-                for (int d = 0; d < DB; ++d) {
-                  const int p = c - d;
-                  if (p < 0 || p >= G) continue;
-                  const uint2 bb = make_uint2(__float_as_uint(b0[d].x), __float_as_uint(b1[d].x));
-                  const uint2 bs = make_uint2(__float_as_uint(b0[d].y), __float_as_uint(b1[d].y));
-                  // big*big from zero, added with Fast2Sum: its rounding error joins the
-                  // cross terms (fp32 accuracy for long positive sums; see the header)
-                  float tb[4] = {0.f, 0.f, 0.f, 0.f};
-                  BandTf32::mma(tb, big, bb);
-#pragma unroll
-                  for (int e = 0; e < 4; ++e) {
-                    const float sum = acc[p][e] + tb[e];
-                    acc2[p][e] += (acc[p][e] - sum) + tb[e];
-                    acc[p][e] = sum;
-                  }
-                  BandTf32::mma(acc2[p], big, bs);
-                  BandTf32::mma(acc2[p], small, bb);
-                }
               }
             }
           }
+          if constexpr (kPrefetch) {
 #pragma unroll
-          for (int d = 0; d < DB; ++d) {
-            bx[d] = nx[d];
-            by[d] = ny[d];
+            for (int d = 0; d < DB; ++d) {
+              bx[d] = nx[d];
+              by[d] = ny[d];
+            }
           }
+          if (++s0 == a.R) s0 = 0;
         }
       }
       cp_async_wait_all();
+      if (shi > slo) round_rows<P, CW>(a, sm, slo, shi);
       __syncthreads();
     }
   }
@@ -397,10 +430,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
 #pragma unroll
   for (int p = 0; p < G; ++p)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if constexpr (C::acc == AccKind::f32x3) acc[p][e] += acc2[p][e];
-      bad |= !isfinite(acc[p][e]);
-    }
+    for (int e = 0; e < 4; ++e) bad |= !isfinite(acc[p][e]);
   using In = typename C::In;
   using Out = typename Prec<P>::Store;
   Out* out = static_cast<Out*>(a.out);
@@ -502,9 +532,6 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
           hi = bits16(__double2half(t1));
         }
         b = lo | static_cast<std::uint32_t>(hi) << 16;
-      } else if constexpr (P == Precision::fp32) {
-        const float x = static_cast<float>(t0), big = round_to_tf32(x);
-        b = make_float2(big, round_to_tf32(x - big));
       } else {
         b = tap_value<P>(t0);
       }
@@ -515,11 +542,14 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
   if (sizeof(S) == 2) {
     st.ld = (cw + 7) / 8 * 8;
     if ((st.ld / 8) % 2 == 0) st.ld += 8;  // odd 16-byte units: ldmatrix rows on distinct banks
+  } else if (Gm::PERM && C::KK == 8) {
+    st.ld = (cw + 7) / 8 * 8;
+    if ((st.ld / 8) % 2 == 0) st.ld += 8;  // pair loads: rows g, g + 1.. on distinct banks
   } else {
     st.ld = (cw + 3) / 4 * 4;
     if ((st.ld / 4) % 2 == 0) st.ld += 4;  // scalar fragment loads: rows g on distinct banks
   }
-  const long long rows_fit = static_cast<long long>(budget / (sizeof(S) * st.ld * C::PLANES));
+  const long long rows_fit = static_cast<long long>(budget / (sizeof(S) * st.ld));
   st.S = static_cast<int>(std::max<long long>(1, (rows_fit - Gm::TH + 1) / 2));
   if (st.S >= kh) {
     st.S = kh;
@@ -532,7 +562,7 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
   } else {
     st.R = Gm::TH + 2 * st.S - 1;
   }
-  st.smem = sizeof(S) * static_cast<std::size_t>(st.R) * st.ld * C::PLANES;
+  st.smem = sizeof(S) * static_cast<std::size_t>(st.R) * st.ld;
   return st;
 }
 
