@@ -3,7 +3,7 @@ for through the public Plan, and the peers, rows in design.md's format. One imag
 first USC-SIPI misc image resized, as the paper resizes 'cameraman'; a fixed uniform random
 image where the data are absent, said so in the file); kernels uniform in [0, 1) from a fixed
 seed ('random') or a Gaussian ('gaussian', sigma = k / 6, rank 1); MAPE (%, eq. 20) against a
-float64 reference of the same image (scipy.signal.fftconvolve, within ~1e-15 of correlate2d)."""
+float64 reference of the same image (by FFT, within ~1e-15 of correlate2d)."""
 
 from __future__ import annotations
 
@@ -80,6 +80,27 @@ def reference(image: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(sf.irfft2(spec, s=(h, w), workers=-1)[:h - kh + 1, :w - kw + 1])
 
 
+class _Ref:
+    """The float64 reference of one image and kernel, computed at first use (host, device)."""
+
+    def __init__(self, image, kernel, device):
+        self.image, self.kernel, self.device = image, kernel, device
+        self.shape = (image.shape[0] - kernel.shape[0] + 1, image.shape[1] - kernel.shape[1] + 1)
+        self._host = self._dev = None
+
+    @property
+    def host(self):
+        if self._host is None:
+            self._host = reference(self.image, self.kernel)
+        return self._host
+
+    @property
+    def dev(self):
+        if self._dev is None:
+            self._dev = self.device.to_device(self.host, "float64")
+        return self._dev
+
+
 @dataclass
 class Sweep:
     device: Device
@@ -112,7 +133,7 @@ class Sweep:
                                        else [])
                 for kind in kinds:
                     kernel = KERNELS[kind](k)
-                    ref = reference(img, kernel)
+                    ref = _Ref(img, kernel, self.device)
                     names = part.methods if kind == part.kind else part.gaussian_for
                     self._methods(part, infos, names, n, k, kind, img, kernel, ref)
                     if kind == part.kind:
@@ -122,7 +143,6 @@ class Sweep:
 
     # ---- registry methods ----------------------------------------------------------------
     def _methods(self, part, infos, names, n, k, kind, img, kernel, ref):
-        ref_dev = None
         for name in names:
             info = infos.get(name)
             device = info.device if info else ("cuda" if self.device.lib else None)
@@ -148,9 +168,7 @@ class Sweep:
                 chosen = {"chose": p.method} if name == "auto" else {}
                 try:
                     if p._device == "cuda":
-                        if ref_dev is None:
-                            ref_dev = self.device.to_device(ref, "float64")
-                        self._device_rows(part, p, base, chosen, img, ref_dev)
+                        self._device_rows(part, p, base, chosen, img, ref.dev)
                     else:
                         self._host_rows(part, p, base, chosen, img, ref)
                 except (ValueError, MemoryError, RuntimeError) as e:
@@ -192,7 +210,7 @@ class Sweep:
 
         host = np.ascontiguousarray(img.astype(p.storage))
         out = p(host)
-        extra = {"extra_bytes": int(p.workspace_bytes), "mape_pct": _finite_or_none(mape, out, ref)}
+        extra = {"extra_bytes": int(p.workspace_bytes), "mape_pct": _finite_or_none(mape, out, ref.host)}
         ms, runs = time_host(lambda i: p(host), part.runs, part.warm, self.row_cap_s)
         for timing in part.timing:  # a CPU method's kernel time is its end-to-end time
             self._add({**base, "timing": timing, "median_ms": round(ms, 4), "runs": runs,
@@ -202,7 +220,6 @@ class Sweep:
     def _peers(self, part, peers, n, k, kind, img, kernel, ref):
         from tensorconv.metrics import mape
 
-        ref_dev = None
         for name in peers:
             dev_kind, precs, make, rate = _peers.PEERS[name]
             for prec in part.precisions:
@@ -219,15 +236,13 @@ class Sweep:
                     fn, crop = make(img, kernel, prec)
                     out = fn()
                     if dev_kind == "cuda":
-                        if ref_dev is None:
-                            ref_dev = self.device.to_device(ref, "float64")
-                        mp = self.device.mape(out[crop] if crop else out, ref_dev) \
+                        mp = self.device.mape(out[crop] if crop else out, ref.dev) \
                             if (crop or tuple(out.shape) == ref.shape) else None
                         ms, runs = time_device(self.device, lambda i: fn(), part.runs, part.warm,
                                                self.row_cap_s)
                     else:
                         o = np.asarray(out)[crop] if crop else np.asarray(out)
-                        mp = _finite_or_none(mape, o, ref) if o.shape == ref.shape else None
+                        mp = _finite_or_none(mape, o, ref.host) if o.shape == ref.shape else None
                         ms, runs = time_host(lambda i: fn(), part.runs, part.warm, self.row_cap_s)
                 except _peers.PeerSkip as e:
                     self.log(f"peer {name} {prec} skipped: {e}")

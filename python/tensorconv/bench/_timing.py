@@ -68,6 +68,8 @@ class Device:
         reference; None when the output is not finite."""
         if self.lib == "torch":
             t = self.torch
+            if not isinstance(out, t.Tensor):  # a CuPy peer's output: shared, not copied
+                out = t.as_tensor(out, device="cuda")
             p = out.to(t.float64)
             if not bool(t.isfinite(p).all()):
                 return None
@@ -75,7 +77,7 @@ class Device:
                           t.zeros_like(ref))
             return float(100.0 * rel.flatten().median())
         cp = self.cupy
-        p = out.astype(cp.float64)
+        p = cp.asarray(out).astype(cp.float64)
         if not bool(cp.isfinite(p).all()):
             return None
         rel = cp.where(ref != 0, cp.abs(p - ref) / cp.maximum(cp.abs(ref), 1e-300), 0.0)
