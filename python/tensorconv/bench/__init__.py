@@ -11,8 +11,8 @@ import tensorconv as tc
 from ._sweep import Part, Sweep
 from ._timing import Device
 
-TUNE_SIZES = (1024, 4096)
-TUNE_KERNELS = (3, 7, 15, 25, 35, 55)
+TUNE_SIZES = (4096, 1024)  # the goal grid first, should the budget end the run
+TUNE_KERNELS = (3, 15, 25, 35, 55, 7)
 
 
 def tune(sizes=TUNE_SIZES, kernels=TUNE_KERNELS, precisions=tc.PRECISIONS, *,
