@@ -57,7 +57,8 @@ def tune(sizes=TUNE_SIZES, kernels=TUNE_KERNELS, precisions=tc.PRECISIONS, *,
     if bar is not None:
         bar.close()
     device = _autotune.device_name() or dev.name()
-    model = _autotune.model_from_rows(sweep.rows, device, "tensorconv.tune() on this device")
+    model = _autotune.model_from_rows(complete_points(sweep.rows, names), device,
+                                      "tensorconv.tune() on this device")
     model["seconds"] = round(time.time() - t0, 1)
     model["skipped_for_time"] = sweep.skipped_for_time
     if save:
@@ -71,6 +72,20 @@ def tune(sizes=TUNE_SIZES, kernels=TUNE_KERNELS, precisions=tc.PRECISIONS, *,
                                seconds=model["seconds"], skipped_for_time=sweep.skipped_for_time)
         model["rows_file"] = str(_report.write(doc, Path(out), f"tune_{_report.slug(device)}")[0])
     return model
+
+
+def complete_points(rows, names) -> list:
+    """The rows of the grid points where every method of `names` that supports the precision
+    has a row (timed or failed): a point the budget cut short would rank only part of them."""
+    infos = {m.name: m for m in tc.methods()}
+    seen: dict = {}
+    for r in rows:
+        if r.get("kernel_kind", "random") == "random":
+            key = (r["precision"], tuple(r["image"]), r["kernel"][0])
+            seen.setdefault(key, set()).add(r["impl"])
+    done = {key for key, got in seen.items()
+            if {n for n in names if key[0] in infos[n].precisions} <= got}
+    return [r for r in rows if (r["precision"], tuple(r["image"]), r["kernel"][0]) in done]
 
 
 __all__ = ["tune", "Part", "Sweep"]

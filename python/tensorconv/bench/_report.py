@@ -141,7 +141,7 @@ def markdown(doc: dict) -> str:
                     cells.append(c)
                 out.append(f"| {impl} | " + " | ".join(cells) + " |")
             out.append("")
-    out += memory_table(rows) + auto_table(rows) + u8_table(rows)
+    out += memory_table(rows) + auto_table(rows) + replay_table(rows) + u8_table(rows)
     return "\n".join(out) + "\n"
 
 
@@ -214,6 +214,51 @@ def auto_table(rows) -> list:
     ok = [r for r in res if r["ratio"]]
     within = sum(r["ratio"] <= 1.10 for r in ok)
     out += ["", f"auto within 10 % of the best at {within} of {len(ok)} points.", ""]
+    return out
+
+
+def replay_auto(rows, image=(4096, 4096)) -> list:
+    """What 'auto' picks now (the model in use: tuned, else shipped) at each point of a run
+    with random kernels on `image`, and that method's time in the run against the best
+    eligible one: the decision alone, without the call's own overhead."""
+    from tensorconv import _autotune
+
+    out = []
+    pts = {}
+    for r in rows:
+        if (r.get("timing") == "kernel" and list(r["image"]) == list(image)
+                and r.get("kernel_kind", "random") == "random" and r.get("median_ms")
+                and not r["impl"].startswith("peer:") and r["impl"] != "auto"):
+            pts.setdefault((r["precision"], r["kernel"][0]), []).append(r)
+    for (prec, k), grp in sorted(pts.items(), key=lambda kv: (_porder(kv[0][0]), kv[0][1])):
+        if prec not in _bounds.MAPE_PCT:
+            continue
+        order, _, _, where = _autotune.rank(prec, (k, k), (image[0] + k - 1, image[1] + k - 1),
+                                            [r["impl"] for r in grp])
+        elig = [r for r in grp if _eligible(r)]
+        if not order or not elig:
+            continue
+        got = next(r for r in grp if r["impl"] == order[0])
+        best = min(elig, key=lambda r: r["median_ms"])
+        out.append({"precision": prec, "k": k, "pick": order[0], "pick_ms": got["median_ms"],
+                    "best": best["impl"], "best_ms": best["median_ms"],
+                    "ratio": got["median_ms"] / best["median_ms"], "model": where})
+    return out
+
+
+def replay_table(rows) -> list:
+    res = replay_auto(rows)
+    if not res:
+        return []
+    out = ["### auto's decision replayed on this run's times (the model in use now)", "",
+           f"Model: {res[0]['model'].split(';')[0]}", "",
+           "| precision | k | auto picks | its ms | best | best ms | ratio |",
+           "|---|---|---|---|---|---|---|"]
+    for r in res:
+        out.append(f"| {r['precision']} | {r['k']} | {r['pick']} | {r['pick_ms']:.4g} | "
+                   f"{r['best']} | {r['best_ms']:.4g} | {r['ratio']:.2f} |")
+    within = sum(r["ratio"] <= 1.10 for r in res)
+    out += ["", f"decision within 10 % of the best at {within} of {len(res)} points.", ""]
     return out
 
 
