@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import platform
 import statistics
 import subprocess
@@ -37,10 +36,10 @@ STORAGE = {"fp16": "float16", "fp16fp32": "float16", "bf16": "float32", "tf32": 
            "fp32": "float32", "fp64": "float64"}
 L2_BYTES = 50 << 20
 # Non-default forms timed beside the defaults (rows carry "variant").
-VARIANT_ENV = {"coefs=constant": ("TENSORCONV_NAIVE_SHMEM_COEFS", "constant"),
-               "two_pass": ("TENSORCONV_SEPARABLE_FUSED", "0"),
-               # separable tf32 / fp32 with FFMA passes instead of the tensor-core banded ones
-               "ffma": ("TENSORCONV_SEPARABLE_TC", "0")}
+VARIANT_OPTIONS = {"coefs=constant": {"naive_shmem.coefficients": "constant"},
+                   "two_pass": {"separable.fused": False},
+                   # separable tf32 / fp32 with FFMA passes instead of the tensor-core banded ones
+                   "ffma": {"separable.tensor_cores": False}}
 
 
 def gaussian(k):
@@ -192,18 +191,13 @@ def main(argv=None):
                         if out_of_time():
                             skipped += 1
                             continue
-                        env = VARIANT_ENV.get(variant)
-                        if env:
-                            os.environ[env[0]] = env[1]
                         try:
                             p = tc.plan(kernels[kind], (size, size), mode="valid",
-                                        method=m.name, precision=prec)
+                                        method=m.name, precision=prec,
+                                        options=VARIANT_OPTIONS.get(variant))
                         except Exception as e:  # report, keep going
                             print(f"plan {m.name} {prec} k={k}: {e}", flush=True)
                             continue
-                        finally:
-                            if env:
-                                del os.environ[env[0]]
                         dt = TORCH_STORAGE[prec]
                         ms, out = time_plan(p, img64, prec)
                         row = {"impl": m.name, "precision": prec, "image": [size, size],
@@ -279,19 +273,18 @@ def main(argv=None):
 
 
 def band_sweep(rows, mbs):
-    """separable's ring band size (TENSORCONV_SEPARABLE_BAND_MB, read at plan time), Gaussian
-    fp32 at 4096^2: the data behind the default."""
-    os.environ["TENSORCONV_SEPARABLE_FUSED"] = "0"  # bands belong to the two-pass form
+    """separable's ring band size (plan option separable.band_mb), Gaussian fp32 at 4096^2: the
+    data behind the default."""
     _, img = load_image(4096)
     x = img.float().contiguous()
     stream = torch.cuda.current_stream().cuda_stream
     for k in (15, 55):
         out = torch.empty((4097 - k, 4097 - k), dtype=torch.float32, device="cuda")
         for mb in mbs.split(","):
-            os.environ["TENSORCONV_SEPARABLE_BAND_MB"] = mb
+            # bands belong to the two-pass form
             p = tc.plan(gaussian(k), (4096, 4096), mode="valid", method="separable",
-                        precision="fp32")
-            del os.environ["TENSORCONV_SEPARABLE_BAND_MB"]
+                        precision="fp32",
+                        options={"separable.fused": False, "separable.band_mb": int(mb)})
             n = 4097 - k
             ms = event_median(lambda i: p._plan.run(x.data_ptr(), 4096, 4096, 4096, out.data_ptr(),
                                                     n, n, n, "float32", True, stream), 1)
@@ -300,7 +293,6 @@ def band_sweep(rows, mbs):
                          "median_ms": round(ms, 5), "runs": 20, "band_mb": int(mb),
                          "extra_bytes": p.workspace_bytes})
             print(json.dumps(rows[-1]), flush=True)
-    del os.environ["TENSORCONV_SEPARABLE_FUSED"]
 
 
 def summarize(meta):

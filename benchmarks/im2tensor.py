@@ -79,9 +79,10 @@ def mape_t(out: torch.Tensor, ref: torch.Tensor) -> float:
 class Im2TensorRun:
     """A plan and preallocated device output; call() runs the plan only."""
 
-    def __init__(self, method, precision, image64: torch.Tensor, kernel: np.ndarray):
+    def __init__(self, method, precision, image64: torch.Tensor, kernel: np.ndarray,
+                 options=None):
         self.p = tc.plan(kernel, tuple(image64.shape), mode="valid", method=method,
-                         precision=precision)
+                         precision=precision, options=options)
         st = TORCH_STORAGE[self.p.storage]
         self.x = image64.to(st).contiguous()
         self.out = torch.empty(self.p.out_shape, dtype=st, device="cuda")

@@ -1,12 +1,11 @@
-"""Sweep the P_block width Wc and depth dB (TENSORCONV_I2T_WC / _DB overrides) for one variant
+"""Sweep the P_block width Wc and depth dB (plan options im2tensor.wc / .db) for one variant
 and precision on 4096x4096, printing the median ms per (k, Wc, dB). Used to pick the defaults
 in csrc/cuda/im2tensor/im2tensor.cuh.
 Usage: python benchmarks/im2tensor_tune.py [variant] [precision] [k,k,...]
        python benchmarks/im2tensor_tune.py --mma [variant] [precision] [k,k,...]
---mma: the mma.sync path: dB x 128-column passes per CTA (TENSORCONV_I2T_DB / _NH)."""
+--mma: the mma.sync path: dB x 128-column passes per CTA (im2tensor.db / im2tensor.passes)."""
 
 import itertools
-import os
 import sys
 from pathlib import Path
 
@@ -22,9 +21,9 @@ def sweep_mma(variant, prec, ks):
         kernel = kernel_of(k)
         best = None
         for nh, db in itertools.product((1, 2, 4), (16, 32, 48, 64)):
-            os.environ["TENSORCONV_I2T_NH"], os.environ["TENSORCONV_I2T_DB"] = str(nh), str(db)
             try:
-                run = Im2TensorRun(variant, prec, img, kernel)
+                run = Im2TensorRun(variant, prec, img, kernel,
+                                   {"im2tensor.passes": nh, "im2tensor.db": db})
             except RuntimeError as e:  # staged rows beyond the shared memory of an SM
                 print(f"tune {variant} {prec} k={k} nh={nh} dB={db} skipped: {e}", flush=True)
                 continue
@@ -33,8 +32,6 @@ def sweep_mma(variant, prec, ks):
             best = min(best or (ms, nh, db), (ms, nh, db))
             del run
         print(f"best {variant} {prec} k={k}: {best[0]:.4f} ms at nh={best[1]} dB={best[2]}")
-    for v in ("TENSORCONV_I2T_NH", "TENSORCONV_I2T_DB"):
-        os.environ.pop(v)
     torch.cuda.synchronize()
 
 
@@ -52,15 +49,12 @@ def main(argv):
         kernel = kernel_of(k)
         best = None
         for wc, db in itertools.product((64, 128, 256), (16, 32, 64, 128)):
-            os.environ["TENSORCONV_I2T_WC"], os.environ["TENSORCONV_I2T_DB"] = str(wc), str(db)
-            run = Im2TensorRun(variant, prec, img, kernel)
+            run = Im2TensorRun(variant, prec, img, kernel, {"im2tensor.wc": wc, "im2tensor.db": db})
             ms = median_ms(run)
             print(f"tune {variant} {prec} k={k} Wc={wc} dB={db} {ms:.4f} ms", flush=True)
             best = min(best or (ms, wc, db), (ms, wc, db))
             del run
         print(f"best {variant} {prec} k={k}: {best[0]:.4f} ms at Wc={best[1]} dB={best[2]}")
-    os.environ.pop("TENSORCONV_I2T_WC")
-    os.environ.pop("TENSORCONV_I2T_DB")
     torch.cuda.synchronize()
 
 

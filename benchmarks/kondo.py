@@ -47,7 +47,7 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(FIR + PEERS))
     ap.add_argument("--budget-s", type=float, default=240.0)
     ap.add_argument("--sweep", default="", help="fir_dki tile sweep 'Wc:dB,...' at 4096², "
-                    "through the benchmark-only TENSORCONV_FIR_WC/_DB overrides")
+                    "through the plan options fir.wc / fir.db")
     args = ap.parse_args(argv)
     if args.replot:
         plot(args.replot)
@@ -139,15 +139,12 @@ def sweep(rows, spec, gc, tc):
         k64, k = gaussian_r(r), 2 * r + 1
         for item in spec.split(","):
             wc, db = item.split(":")
-            os.environ["TENSORCONV_FIR_WC"], os.environ["TENSORCONV_FIR_DB"] = wc, db
             try:
                 p = tc.plan(k64, (4096, 4096), mode="valid", method="fir_dki",
-                            precision="fp16fp32")
+                            precision="fp16fp32", options={"fir.wc": int(wc), "fir.db": int(db)})
             except Exception as e:
                 print(f"sweep {item} r={r}: {e}", flush=True)
                 continue
-            finally:
-                del os.environ["TENSORCONV_FIR_WC"], os.environ["TENSORCONV_FIR_DB"]
             rows.append({"impl": "fir_dki", "precision": "fp16fp32", "image": [4096, 4096],
                          "kernel": [k, k], "r": r, "kernel_kind": "gaussian", "timing": "kernel",
                          "median_ms": round(gc.time_plan(p, img64, "fp16fp32")[0], 5),

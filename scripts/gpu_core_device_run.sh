@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU core's checks on a lent GPU machine, in one go (see /work/notes/device.md):
+# The GPU core's checks on a lent GPU machine, in one go (scripts/README.md):
 #   bash scripts/gpu_core_device_run.sh "tests sanitize bench"   (from the repo root copy)
 #   BENCH_ARGS="--sizes 4096 --methods separable --no-e2e" bash scripts/gpu_core_device_run.sh \
 #     "tests bench ncu_mix"                                       (separable only; ncu_sep: stalls)

@@ -48,23 +48,26 @@ def require_available(method):
         pytest.skip(f"{method}: {m.reason}")
 
 
-def check_vs_scipy(method, precision, rng, ishape, kshape):
+def check_vs_scipy(method, precision, rng, ishape, kshape, options=None):
     """One valid correlation against scipy in float64: MAPE (eq. 20) on the papers' data (image
-    and kernel uniform in [0, 1)), then relative L2 on signed data (cancellation)."""
+    and kernel uniform in [0, 1)), then relative L2 on signed data (cancellation). `options`:
+    the method's plan options (tensorconv.plan_options())."""
     from bounds import mape_bound, rel_l2_bound
 
     from tensorconv.metrics import mape, relative_l2
 
     image, kernel = rng.random(ishape), rng.random(kshape)
     ref = scipy.signal.correlate2d(image, kernel, "valid")
-    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision,
+                         options=options)
     assert out.shape == ref.shape
     assert np.isfinite(np.asarray(out, dtype=np.float64)).all(), (ishape, kshape)
     err = mape(out, ref)
     assert err <= mape_bound(method, precision), (ishape, kshape, err)
     image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
     ref = scipy.signal.correlate2d(image, kernel, "valid")
-    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision,
+                         options=options)
     err = relative_l2(out, ref)
     assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
 

@@ -7,7 +7,6 @@ Small shapes chosen to reach tile edges, the W = 2 (half2) lane edges, every nai
 coefficient tier, separable's first/middle/last passes and its banded ring, fft's padded,
 direct and scaled-fp16 paths, and the Kondo FIR methods. Exits non-zero when a result is wrong."""
 
-import os
 import sys
 
 import numpy as np
@@ -19,8 +18,9 @@ from tensorconv.metrics import relative_l2
 BOUND = {"fp16": 3e-2, "fp16fp32": 5e-3, "bf16": 3e-2, "tf32": 5e-3, "fp32": 1e-5, "fp64": 1e-12}
 
 
-def check(method, precision, image, kernel):
-    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision)
+def check(method, precision, image, kernel, options=None):
+    out = tc.correlate2d(image, kernel, "valid", method=method, precision=precision,
+                         options=options)
     err = relative_l2(out, scipy.signal.correlate2d(image, kernel, "valid"))
     ok = err <= BOUND[precision]
     print(f"{method:12s} {precision:9s} image {image.shape} kernel {kernel.shape}: "
@@ -41,61 +41,57 @@ def main():
         for p in ("fp16", "fp32", "fp64"):
             ok &= check("naive_shmem", p, rng.standard_normal((110, 95)),
                         rng.standard_normal(kshape))
-    os.environ["TENSORCONV_NAIVE_SHMEM_COEFS"] = "constant"
     for kshape in ((5, 4), (40, 33)):
         for p in ("fp16", "fp32", "fp64"):
             ok &= check("naive_shmem", p, rng.standard_normal((110, 95)),
-                        rng.standard_normal(kshape))
-    del os.environ["TENSORCONV_NAIVE_SHMEM_COEFS"]
+                        rng.standard_normal(kshape), {"naive_shmem.coefficients": "constant"})
     # separable fused: a long segment (the walk shifts its T rows), rank 1 and r > 1 with a
     # separate running sum (fp16fp32).
     g = np.exp(-0.5 * ((np.arange(7) - 3) / 1.5) ** 2)
-    os.environ["TENSORCONV_SEPARABLE_SEGMENT"] = "200"
+    seg = {"separable.min_segment_rows": 200}
     for p in ("fp32", "fp16fp32", "fp64"):
-        ok &= check("separable", p, rng.standard_normal((400, 130)), np.outer(g, g))
-        ok &= check("separable", p, rng.standard_normal((400, 130)), rng.standard_normal((9, 64)))
+        ok &= check("separable", p, rng.standard_normal((400, 130)), np.outer(g, g), seg)
+        ok &= check("separable", p, rng.standard_normal((400, 130)), rng.standard_normal((9, 64)),
+                    seg)
         # 16-byte rows: the cp.async staging (interior fast path and zero-filled edges)
-        ok &= check("separable", p, rng.standard_normal((400, 136)), np.outer(g, g))
+        ok &= check("separable", p, rng.standard_normal((400, 136)), np.outer(g, g), seg)
     # the tensor-core passes (tf32 MMAs; fp32: fp64 MMAs), with a NaN that sends warps to the
     # fallback
-    os.environ["TENSORCONV_SEPARABLE_TC"] = "1"
+    tcs = {"separable.tensor_cores": True, "separable.min_segment_rows": 200}
     g21 = np.exp(-0.5 * ((np.arange(21) - 10) / 4.0) ** 2)
     for p in ("tf32", "fp32"):
-        ok &= check("separable", p, rng.standard_normal((400, 136)), np.outer(g21, g21))
+        ok &= check("separable", p, rng.standard_normal((400, 136)), np.outer(g21, g21), tcs)
         # a 26 x 40 kernel: fp32's column pass masks two chunks of ring rows per step
         ok &= check("separable", p, rng.standard_normal((400, 136)),
-                    np.outer(rng.random(26), rng.random(40)))
+                    np.outer(rng.random(26), rng.random(40)), tcs)
         img = rng.standard_normal((300, 130))
         img[100, 50] = np.nan
-        out = tc.correlate2d(img, np.outer(g21, g21), "valid", method="separable", precision=p)
+        out = tc.correlate2d(img, np.outer(g21, g21), "valid", method="separable", precision=p,
+                             options=tcs)
         ref = scipy.signal.correlate2d(img, np.outer(g21, g21), "valid")
         same = bool(np.array_equal(np.isnan(out), np.isnan(ref)))
         print(f"separable    {p:9s} NaN fallback: NaN windows {'ok' if same else 'FAIL'}", flush=True)
         ok &= same
     # fp32's warp-specialized pass at 55 taps over one long walk per strip: non-finite rows in
     # several steps (the row pass's flags, their slots reused)
-    os.environ["TENSORCONV_SEPARABLE_SEGMENT"] = "1000"
     g55 = np.exp(-0.5 * ((np.arange(55) - 27) / 9.0) ** 2)
     img = rng.standard_normal((700, 130))
     img[40, 20], img[330, 77], img[600, 5] = np.nan, np.inf, -np.inf
-    out = tc.correlate2d(img, np.outer(g55, g55), "valid", method="separable", precision="fp32")
+    out = tc.correlate2d(img, np.outer(g55, g55), "valid", method="separable", precision="fp32",
+                         options={"separable.tensor_cores": True,
+                                  "separable.min_segment_rows": 1000})
     ref = scipy.signal.correlate2d(img, np.outer(g55, g55), "valid")
     same = bool(np.array_equal(np.isnan(out), np.isnan(ref)) and
                 np.array_equal(np.isinf(out), np.isinf(ref)))
     print(f"separable    fp32      k=55 non-finite steps: windows {'ok' if same else 'FAIL'}",
           flush=True)
     ok &= same
-    os.environ["TENSORCONV_SEPARABLE_SEGMENT"] = "200"
-    del os.environ["TENSORCONV_SEPARABLE_TC"]
-    del os.environ["TENSORCONV_SEPARABLE_SEGMENT"]
     # separable two-pass: rank 1 over several bands of the ring, then r > 1 passes with a
     # separate running sum (fp16fp32); fft: the direct (fast size) path.
-    os.environ["TENSORCONV_SEPARABLE_FUSED"] = "0"
-    os.environ["TENSORCONV_SEPARABLE_BAND_MB"] = "1"
-    ok &= check("separable", "fp32", rng.standard_normal((700, 600)), np.outer(g, g))
+    two = {"separable.fused": False, "separable.band_mb": 1}
+    ok &= check("separable", "fp32", rng.standard_normal((700, 600)), np.outer(g, g), two)
     ok &= check("separable", "fp16fp32", rng.standard_normal((300, 600)),
-                rng.standard_normal((3, 4)))
-    del os.environ["TENSORCONV_SEPARABLE_BAND_MB"], os.environ["TENSORCONV_SEPARABLE_FUSED"]
+                rng.standard_normal((3, 4)), two)
     ok &= check("fft", "fp32", rng.standard_normal((64, 60)), rng.standard_normal((3, 3)))
     ok &= check("fft", "fp64", rng.standard_normal((48, 50)), rng.standard_normal((3, 3)))
     # Kondo FIR (csrc/cuda/fir/): every method x precision on one tile, several tiles across CTA

@@ -44,19 +44,17 @@ def test_odd_shapes_vs_scipy(method, precision):
         check_vs_scipy(method, precision, rng, ishape, kshape)
 
 
-# Benchmark-only tile overrides reach geometries the defaults pick only elsewhere: one-warp-row
+# Plan options fir.wc / fir.db reach geometries the defaults pick only elsewhere: one-warp-row
 # CTAs, row counts not a multiple of the 8 warps, narrow (32) and wide (512) column tiles.
 @pytest.mark.parametrize("wc, db", [(32, 7), (64, 33), (512, 16)])
 @pytest.mark.parametrize("precision", ("fp16", "fp16fp32", "bf16"))
 @pytest.mark.parametrize("method", METHODS)
-def test_tile_geometries(method, precision, wc, db, monkeypatch):
+def test_tile_geometries(method, precision, wc, db):
     require_available(method)
-    monkeypatch.setenv("TENSORCONV_FIR_WC", str(wc))
-    monkeypatch.setenv("TENSORCONV_FIR_DB", str(db))
     rng = np.random.default_rng(wc + db)
     for ishape, kshape in (((150, 700), (15, 15)), ((90, 530), (25, 9)), ((130, 640), (64, 64)),
                            ((40, 300), (1, 1))):
-        check_vs_scipy(method, precision, rng, ishape, kshape)
+        check_vs_scipy(method, precision, rng, ishape, kshape, {"fir.wc": wc, "fir.db": db})
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)

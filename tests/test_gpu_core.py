@@ -92,27 +92,28 @@ def test_separable_rank(precision):
 
 
 @pytest.mark.parametrize("precision", ["fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64"])
-def test_naive_shmem_constant_coefficients(precision, monkeypatch):
+def test_naive_shmem_constant_coefficients(precision):
     """The optional constant-memory tiers (<= 4 KB, <= 30 KB, larger falls back to shared)."""
-    monkeypatch.setenv("TENSORCONV_NAIVE_SHMEM_COEFS", "constant")
+    opts = {"naive_shmem.coefficients": "constant"}
     rng = np.random.default_rng(6)
     for ishape, kshape in (((67, 93), (3, 3)), ((70, 90), (40, 33)), ((150, 140), (100, 80))):
         image, kernel = rng.standard_normal(ishape), rng.standard_normal(kshape)
-        out = tc.correlate2d(image, kernel, "valid", method="naive_shmem", precision=precision)
+        out = tc.correlate2d(image, kernel, "valid", method="naive_shmem", precision=precision,
+                             options=opts)
         assert relative_l2(out, _ref(image, kernel)) <= rel_l2_bound("naive_shmem", precision)
 
 
-@pytest.mark.parametrize("fused", ["1", "0"])
+@pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("precision", ["fp16fp32", "bf16", "tf32", "fp32", "fp64"])
-def test_separable_fused_and_two_pass(precision, fused, monkeypatch):
+def test_separable_fused_and_two_pass(precision, fused):
     """Both forms for scalar precisions; long segments make the fused walk shift its T rows."""
-    monkeypatch.setenv("TENSORCONV_SEPARABLE_FUSED", fused)
-    monkeypatch.setenv("TENSORCONV_SEPARABLE_SEGMENT", "300")
+    opts = {"separable.fused": fused, "separable.min_segment_rows": 300}
     rng = np.random.default_rng(17)
     image = rng.standard_normal((700, 150))
     for kernel in (_gaussian(11, 2.0), rng.standard_normal((64, 5)), rng.standard_normal((3, 64)),
                    np.outer(rng.standard_normal(40), rng.standard_normal(17))):
-        out = tc.correlate2d(image, kernel, "valid", method="separable", precision=precision)
+        out = tc.correlate2d(image, kernel, "valid", method="separable", precision=precision,
+                             options=opts)
         ref = scipy.signal.correlate(image, kernel, "valid", method="fft")
         assert relative_l2(out, ref) <= rel_l2_bound("separable", precision), kernel.shape
 
@@ -139,15 +140,14 @@ def test_separable_staging_paths(precision):
     assert relative_l2(a.double().cpu().numpy(), ref) <= rel_l2_bound("separable", precision)
 
 
-@pytest.mark.parametrize("tc_form", ["1", "0"])
+@pytest.mark.parametrize("tc_form", [True, False])
 @pytest.mark.parametrize("precision", ["tf32", "fp32"])
-def test_separable_tensor_core_passes(precision, tc_form, monkeypatch):
+def test_separable_tensor_core_passes(precision, tc_form):
     """tf32 runs both fused passes on the tensor cores as banded products (tf32 MMAs), fp32 its
-    column pass (fp64 MMAs); with TENSORCONV_SEPARABLE_TC=0 both keep the FFMA passes. All stay
+    column pass (fp64 MMAs); with separable.tensor_cores = False both keep the FFMA passes. All stay
     within the precision's bounds, on edge tiles, multi-term kernels, kernels up to 64 taps and
     long walks (T rows shifted)."""
-    monkeypatch.setenv("TENSORCONV_SEPARABLE_TC", tc_form)
-    monkeypatch.setenv("TENSORCONV_SEPARABLE_SEGMENT", "300")
+    opts = {"separable.tensor_cores": tc_form, "separable.min_segment_rows": 300}
     rng = np.random.default_rng(23)
     image = rng.standard_normal((709, 203))
     for kernel in (_gaussian(55, 9.0), _gaussian(3, 1.0), rng.standard_normal((64, 5)),
@@ -155,26 +155,26 @@ def test_separable_tensor_core_passes(precision, tc_form, monkeypatch):
                    np.outer(rng.random(26), rng.random(40)),  # fp32: two chunks masked per step
                    np.outer(rng.standard_normal(40), rng.standard_normal(37)) +
                    np.outer(rng.standard_normal(40), rng.standard_normal(37))):  # r = 2
-        out = tc.correlate2d(image, kernel, "valid", method="separable", precision=precision)
+        out = tc.correlate2d(image, kernel, "valid", method="separable", precision=precision,
+                             options=opts)
         ref = scipy.signal.correlate(image, kernel, "valid", method="fft")
         assert relative_l2(out, ref) <= rel_l2_bound("separable", precision), kernel.shape
     positive = rng.random((600, 300))  # MAPE needs a reference away from zero
     g = _gaussian(35, 6.0)
-    out = tc.correlate2d(positive, g, "valid", method="separable", precision=precision)
+    out = tc.correlate2d(positive, g, "valid", method="separable", precision=precision,
+                         options=opts)
     assert mape(out, _ref(positive, g)) <= mape_bound("separable", precision)
 
 
-@pytest.mark.parametrize("segment", [None, "1000"])
+@pytest.mark.parametrize("segment", [None, 1000])
 @pytest.mark.parametrize("k", [21, 55])
 @pytest.mark.parametrize("precision", ["tf32", "fp32"])
-def test_separable_tensor_core_nonfinite_fallback(precision, k, segment, monkeypatch):
+def test_separable_tensor_core_nonfinite_fallback(precision, k, segment):
     """The banded products would spread NaN/inf through the band's zero taps; a warp that
     meets one (tf32: or |x| >= 2^126) finishes with FMAs, so they reach only their own windows.
     fp32's warp-specialized pass tests its data only in steps whose rows the row pass flagged:
     long walks (segment) put non-finite rows in early, middle and late steps of one block."""
-    monkeypatch.setenv("TENSORCONV_SEPARABLE_TC", "1")
-    if segment:
-        monkeypatch.setenv("TENSORCONV_SEPARABLE_SEGMENT", segment)
+    opts = {"separable.tensor_cores": True, "separable.min_segment_rows": segment}
     rng = np.random.default_rng(24)
     image = rng.random((700, 300))
     image[37, 41] = np.nan
@@ -183,8 +183,8 @@ def test_separable_tensor_core_nonfinite_fallback(precision, k, segment, monkeyp
     image[660, 133] = -np.inf
     g = _gaussian(k, k / 5)
     expected = _ref(image, g)
-    got = tc.correlate2d(image, g, "valid", method="separable",
-                         precision=precision).astype(np.float64)
+    got = tc.correlate2d(image, g, "valid", method="separable", precision=precision,
+                         options=opts).astype(np.float64)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
     finite = np.isfinite(expected)
@@ -203,14 +203,14 @@ def test_separable_gaussian_4096():
     assert mape(out, ref) <= mape_bound("separable", "fp32")
 
 
-def test_separable_bands(monkeypatch):
+def test_separable_bands():
     """The two-pass form keeps T as a ring processed in bands: force many bands and compare."""
-    monkeypatch.setenv("TENSORCONV_SEPARABLE_FUSED", "0")
-    monkeypatch.setenv("TENSORCONV_SEPARABLE_BAND_MB", "1")
+    opts = {"separable.fused": False, "separable.band_mb": 1}
     rng = np.random.default_rng(8)
     image = rng.standard_normal((1100, 700))
     for kernel in (_gaussian(21, 4.0), rng.standard_normal((13, 9))):
-        out = tc.correlate2d(image, kernel, "valid", method="separable", precision="fp32")
+        out = tc.correlate2d(image, kernel, "valid", method="separable", precision="fp32",
+                             options=opts)
         assert relative_l2(out, _ref(image, kernel)) <= rel_l2_bound("separable", "fp32")
 
 

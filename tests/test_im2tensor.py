@@ -42,9 +42,9 @@ def test_odd_shapes_vs_scipy(method, precision):
 
 
 # The mma.sync path of fused / atomic (fp16, fp16fp32, bf16; kh, kw <= 64): a CTA walks nh
-# 128-column passes carrying the diagonals that cross between them, over dB output rows. The
-# benchmark-only overrides reach geometries the defaults pick only on other image sizes: one
-# pass, an odd number, ragged last strips, dB not a multiple of the 8 warps or of anything.
+# 128-column passes carrying the diagonals that cross between them, over dB output rows. Plan
+# options (im2tensor.passes, im2tensor.db) reach geometries the defaults pick only on other image
+# sizes: one pass, an odd number, ragged last strips, dB not a multiple of the 8 warps or of anything.
 MMA_SHAPES = [
     ((150, 700), (15, 15)),  # strips of 2-4 passes, the last one ragged
     ((90, 530), (25, 9)),    # x padded 9 -> 16, y 25 -> 32
@@ -57,13 +57,12 @@ MMA_SHAPES = [
 @pytest.mark.parametrize("nh, db", [(1, 7), (2, 16), (3, 33), (4, 64)])
 @pytest.mark.parametrize("precision", ("fp16", "fp16fp32", "bf16"))
 @pytest.mark.parametrize("method", ("im2tensor_fused", "im2tensor_atomic"))
-def test_mma_pass_geometries(method, precision, nh, db, monkeypatch):
+def test_mma_pass_geometries(method, precision, nh, db):
     require_available(method)
-    monkeypatch.setenv("TENSORCONV_I2T_NH", str(nh))
-    monkeypatch.setenv("TENSORCONV_I2T_DB", str(db))
+    opts = {"im2tensor.passes": nh, "im2tensor.db": db}
     rng = np.random.default_rng(nh * 100 + db)
     for ishape, kshape in MMA_SHAPES:
-        check_vs_scipy(method, precision, rng, ishape, kshape)
+        check_vs_scipy(method, precision, rng, ishape, kshape, opts)
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)

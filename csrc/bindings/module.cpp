@@ -48,6 +48,35 @@ PlanRequest plan_request(const py::array_t<double, py::array::c_style | py::arra
   return r;
 }
 
+// Plan options from a dict {name: None | bool | int | str} (tensorconv._api normalizes NumPy
+// scalars first); the core validates names, methods and values.
+void set_options(PlanRequest& r, const std::string& method, const py::object& options) {
+  if (options.is_none()) return;
+  for (auto item : py::cast<py::dict>(options)) {
+    const auto name = py::cast<std::string>(item.first);
+    const py::handle v = item.second;
+    OptionValue ov;
+    if (v.is_none()) {
+      ov.kind = OptionValue::none;
+    } else if (py::isinstance<py::bool_>(v)) {
+      ov.kind = OptionValue::boolean;
+      ov.b = py::cast<bool>(v);
+    } else if (py::isinstance<py::int_>(v)) {
+      ov.kind = OptionValue::integer;
+      ov.i = py::cast<std::int64_t>(v);
+    } else if (py::isinstance<py::str>(v)) {
+      ov.kind = OptionValue::string;
+      ov.s = py::cast<std::string>(v);
+    } else {
+      throw TypeError("plan option '" + name + "' must be None, a bool, an int or a str, got " +
+                      py::cast<std::string>(py::str(py::type::of(v).attr("__name__"))));
+    }
+    set_plan_option(r.options, method, name, ov);
+  }
+}
+
+using F64Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -90,8 +119,15 @@ PYBIND11_MODULE(_core, m) {
                                  why.empty(), why, info.summary,
                                  info.entry_point ? info.entry_point : "correlate2d",
                                  info.note ? info.note() : std::string(),
-                                 info.complex_native));
+                                 info.complex_native, info.takes_factors));
     }
+    return rows;
+  });
+
+  m.def("plan_options", [] {
+    py::list rows;
+    for (const auto& o : plan_option_table())
+      rows.append(py::make_tuple(o.name, o.methods, o.values, o.deflt, o.doc));
     return rows;
   });
 
@@ -172,8 +208,22 @@ PYBIND11_MODULE(_core, m) {
       [](const std::string& method,
          py::array_t<double, py::array::c_style | py::array::forcecast> kernel, std::int64_t ih,
          std::int64_t iw, const std::string& precision, py::object kernel_imag,
-         bool complex_data) {
+         bool complex_data, py::object options, py::object factors) {
         PlanRequest r = plan_request(kernel, ih, iw, precision);
+        set_options(r, method, options);
+        F64Array col, row;  // alive until the factory returns
+        if (!factors.is_none()) {
+          auto pair = py::cast<py::tuple>(factors);
+          if (pair.size() != 2) throw ValueError("factors must be a pair (col, row)");
+          col = F64Array::ensure(pair[0]);
+          row = F64Array::ensure(pair[1]);
+          if (!col || !row || col.ndim() != 2 || row.ndim() != 2 || col.shape(0) != row.shape(0) ||
+              col.shape(1) != r.kh || row.shape(1) != r.kw || col.shape(0) < 1)
+            throw ValueError("factors must be arrays of shapes (rank, kh) and (rank, kw)");
+          r.factor_col = col.data();
+          r.factor_row = row.data();
+          r.rank = col.shape(0);
+        }
         py::array_t<double, py::array::c_style | py::array::forcecast> ki;
         if (!kernel_imag.is_none()) {
           ki = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(kernel_imag);
@@ -185,7 +235,8 @@ PYBIND11_MODULE(_core, m) {
         return make_plan(method, r);
       },
       py::arg("method"), py::arg("kernel"), py::arg("image_rows"), py::arg("image_cols"),
-      py::arg("precision"), py::arg("kernel_imag") = py::none(), py::arg("complex_data") = false);
+      py::arg("precision"), py::arg("kernel_imag") = py::none(), py::arg("complex_data") = false,
+      py::arg("options") = py::none(), py::arg("factors") = py::none());
 
   // Plans of non-linear filters with their own entry point (tensorconv.filters.bilateral).
   m.def(

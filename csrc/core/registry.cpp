@@ -47,7 +47,8 @@ const std::vector<MethodInfo>& registry() {
       {"separable", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
        TC_CUDA_FACTORY(make_separable_plan),
        "CUDA row + column passes in shared memory (Podlozhnyuk); rank-r kernels as r passes "
-       "(SVD rank with a precision-aware tolerance), exact for any kernel"},
+       "(SVD rank with a precision-aware tolerance), exact for any kernel",
+       nullptr, nullptr, /*complex_native=*/false, /*takes_factors=*/true},
       {"fft", Device::cuda, {P::fp16, P::fp16fp32, P::fp32, P::fp64}, 60,
        TC_CUDA_FACTORY(make_fft_plan),
        "cuFFT R2C/C2R product of spectra, fast transform sizes, kernel spectrum once per plan; "
@@ -179,6 +180,9 @@ std::unique_ptr<Plan> checked_plan(const MethodInfo& m, const PlanRequest& r) {
     throw ValueError("method '" + method + "' takes complex data only as real parts (tensorconv's "
                      "Plan decomposes it); it has no complex plan");
   if (r.complex_data) complex_storage_dtype(r.precision);  // ValueError unless fp32 / fp64
+  if (m.takes_factors && (!r.factor_col || !r.factor_row || r.rank < 1))
+    throw ValueError("method '" + method + "' needs the kernel's rank factors (tensorconv's "
+                     "Python layer computes them with numpy.linalg.svd: tensorconv._factors)");
   if (r.ih < r.kh || r.iw < r.kw)
     throw ValueError("image (" + std::to_string(r.ih) + "x" + std::to_string(r.iw) +
                      ") must be at least as large as the kernel (" + std::to_string(r.kh) + "x" +

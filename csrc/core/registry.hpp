@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "plan_options.hpp"
 #include "types.hpp"
 
 namespace tc {
@@ -24,6 +25,15 @@ struct PlanRequest {
   // Non-linear filters reached through their own entry point (bilateral): the range Gaussian's
   // standard deviation; `kernel` then holds the spatial weights. Unused by correlate2d methods.
   double range_sigma = 0.0;
+  // Typed switches among the method's code paths (plan_options.hpp); all at their defaults
+  // unless the caller set some.
+  PlanOptions options;
+  // Methods whose row says takes_factors (separable): K = sum_q col[q] row[q]^T, rank terms,
+  // col rank x kh and row rank x kw row-major, from LAPACK's SVD on the Python side
+  // (tensorconv._factors); nullptr / 0 when not given.
+  const double* factor_col = nullptr;
+  const double* factor_row = nullptr;
+  std::int64_t rank = 0;
 };
 
 // Prepared kernel state (+ device workspace) for one kernel, image shape and precision.
@@ -72,6 +82,8 @@ struct MethodInfo {
   // Takes interleaved complex data itself (PlanRequest::complex_data); other methods get complex
   // data from Python as real correlations of the parts.
   bool complex_native = false;
+  // Needs PlanRequest's rank factors of the kernel (python/tensorconv/_factors.py makes them).
+  bool takes_factors = false;
 };
 
 const std::vector<MethodInfo>& registry();

@@ -140,21 +140,16 @@ class ShmemPlan final : public CudaPlan {
   std::size_t smem_ = 0;
 };
 
-// Where the coefficients live: "shared" (default: staged per chunk, read as shared-memory
-// broadcasts) or "constant" (launch parameters, up to 30 KB). On the H100 the constant path
+// Where the coefficients live: shared memory (default: staged per chunk, read as shared-memory
+// broadcasts) or constant memory (launch parameters, up to 30 KB). On the H100 the constant path
 // stalled on constant-cache misses (Nsight Compute, 2026-11-22); both are kept so the benchmark
-// can time them side by side (TENSORCONV_NAIVE_SHMEM_COEFS=constant).
-bool coefficients_in_constant_memory() {
-  const char* e = std::getenv("TENSORCONV_NAIVE_SHMEM_COEFS");
-  return e && std::strcmp(e, "constant") == 0;
-}
-
+// can time them side by side (plan option naive_shmem.coefficients = 'constant').
 template <Precision P>
 std::unique_ptr<Plan> make_shmem(const PlanRequest& r) {
   using Vec = typename Prec<P>::Vec;
   constexpr int small = kSmallCapBytes / sizeof(Vec), large = kLargeCapBytes / sizeof(Vec);
   const std::int64_t n = r.kh * r.kw;
-  if (!coefficients_in_constant_memory()) return std::make_unique<ShmemPlan<P, 0>>(r);
+  if (!r.options.naive_shmem_constant) return std::make_unique<ShmemPlan<P, 0>>(r);
   if (n <= small) return std::make_unique<ShmemPlan<P, small>>(r);
   if (n <= large) return std::make_unique<ShmemPlan<P, large>>(r);
   return std::make_unique<ShmemPlan<P, 0>>(r);

@@ -5,11 +5,14 @@ from . import _core
 from ._api import PRECISIONS, Plan, convolve2d, correlate2d, default_precision, plan
 from ._api import calibrate_cpu, clear_plan_cache, plan_cache_info
 from ._api import Explanation, explain
+from ._api import PlanOption, plan_options
 from . import filters
 from .filters import filter2d_u8, filter2d_u8_info, simd_u8_path
 from .methods import MethodInfo, methods, methods_table
 
-__version__ = "0.1.0"
+from ._version import version as _version
+
+__version__: str = _version()
 WITH_CUDA: bool = bool(_core.WITH_CUDA)
 
 
@@ -36,3 +39,4 @@ def tune(*args, **kwargs) -> dict:
 
 
 __all__ += ["Explanation", "explain", "tune"]
+__all__ += ["PlanOption", "plan_options"]

@@ -23,14 +23,28 @@ class MethodInfo(NamedTuple):
     summary: str
     entry: str
     note: str
+    complex_native: bool
+    takes_factors: bool
 
 def methods() -> list[MethodInfo]: ...
 def methods_table() -> str: ...
 def cuda_available() -> bool: ...
 def default_precision(*dtype_strs: str) -> str: ...
 
+OptionValue = Optional[bool | int | str]
+
+class PlanOption(NamedTuple):
+    name: str
+    methods: Tuple[str, ...]
+    values: str
+    default: str
+    doc: str
+
+def plan_options() -> list[PlanOption]: ...
+
 class Plan:
     method: str
+    options: dict[str, OptionValue]
     precision: str
     mode: str
     boundary: str
@@ -45,15 +59,18 @@ class Plan:
 
 def plan(kernel: Any, image_shape: Sequence[int], *, mode: Mode = ..., boundary: Boundary = ...,
          fillvalue: complex | npt.ArrayLike = ..., method: str = ..., precision: Optional[Precision] = ...,
-         convolve: bool = ..., device: Optional[Literal["cpu", "cuda"]] = ...) -> Plan: ...
+         convolve: bool = ..., device: Optional[Literal["cpu", "cuda"]] = ...,
+         options: Optional[dict[str, OptionValue]] = ...) -> Plan: ...
 def correlate2d(in1: Any, in2: Any, mode: Mode = ..., boundary: Boundary = ...,
                 fillvalue: complex | npt.ArrayLike = ..., *, method: str = ...,
                 precision: Optional[Precision] = ...,
-                dtype: Optional[npt.DTypeLike] = ...) -> Any: ...
+                dtype: Optional[npt.DTypeLike] = ...,
+                options: Optional[dict[str, OptionValue]] = ...) -> Any: ...
 def convolve2d(in1: Any, in2: Any, mode: Mode = ..., boundary: Boundary = ...,
                fillvalue: complex | npt.ArrayLike = ..., *, method: str = ...,
                precision: Optional[Precision] = ...,
-               dtype: Optional[npt.DTypeLike] = ...) -> Any: ...
+               dtype: Optional[npt.DTypeLike] = ...,
+               options: Optional[dict[str, OptionValue]] = ...) -> Any: ...
 def calibrate_cpu(save: bool = ...) -> dict: ...
 def clear_plan_cache() -> None: ...
 def plan_cache_info() -> dict: ...

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _autotune, _bounds, _core, _cpu_cost, _plan_cache
 from ._arrays import backend_of
+from ._factors import rank_factors
 from .methods import methods as _methods
 from .methods import takes_complex
 
@@ -24,6 +25,45 @@ _BOUNDARIES = {"fill": "fill", "pad": "fill", "wrap": "wrap", "circular": "wrap"
                "symm": "symm", "symmetric": "symm"}
 # 'auto' sends host arrays to the GPU only above this many multiply-adds (staging costs ~ms).
 _AUTO_GPU_MIN_MACS = 5e7
+
+
+@functools.lru_cache(maxsize=1)
+def _factor_methods() -> frozenset:
+    return frozenset(m.name for m in _methods() if m.takes_factors)
+
+
+def check_options(options) -> dict:
+    """Plan options as a plain dict {name: None | bool | int | str}: NumPy scalars become Python
+    ones; names, methods and values are checked by the core (tensorconv.plan_options())."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict of plan options, got {type(options).__name__}; "
+                        "see tensorconv.plan_options()")
+    out = {}
+    for name, v in options.items():
+        if not isinstance(name, str):
+            raise TypeError(f"plan option names are strings, got {name!r}")
+        if isinstance(v, np.bool_):
+            v = bool(v)
+        elif isinstance(v, np.integer):
+            v = int(v)
+        elif isinstance(v, np.str_):
+            v = str(v)
+        if v is not None and not isinstance(v, (bool, int, str)):
+            raise TypeError(f"plan option {name!r} must be None, a bool, an int or a str, got "
+                            f"{type(v).__name__}")
+        out[name] = v
+    return out
+
+
+def make_core_plan(method: str, kernel: np.ndarray, ih: int, iw: int, precision: str, *,
+                   options: dict | None = None, **kw):
+    """_core.make_plan with what the method's row asks for: the kernel's rank factors (LAPACK's
+    SVD, _factors.py) for rows with takes_factors, and the plan options."""
+    factors = (rank_factors(kernel, precision) if method in _factor_methods() else None)
+    return _core.make_plan(method, kernel, ih, iw, precision, options=options or None,
+                           factors=factors, **kw)
 
 
 @functools.lru_cache(maxsize=256)
@@ -227,7 +267,12 @@ class Plan:
     """
 
     def __init__(self, kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0,
-                 method="auto", precision=None, convolve=False, device=None):
+                 method="auto", precision=None, convolve=False, device=None, options=None):
+        self.options = check_options(options)
+        if self.options and method == "auto":
+            raise ValueError("plan options choose code paths inside one method; name the method "
+                             "(options " + ", ".join(self.options) + " were given with "
+                             "method='auto')")
         kb = backend_of(kernel)
         kernel = kb.asarray(kernel)
         _check_array(kernel, kb, "kernel")
@@ -275,16 +320,17 @@ class Plan:
         info = {m.name: m for m in _methods()}.get(method)
         self._device = info.device if info else None
         self._native = bool(info and info.complex_native)
-        self._plan = _core.make_plan(method, k64, ph, pw, self.precision)
+        opts = self.options
+        self._plan = make_core_plan(method, k64, ph, pw, self.precision, options=opts)
         # 'auto' chose a spectral method: images with NaN/inf run one that keeps them local
         self._finite_fallback = (
-            _core.make_plan(_FINITE_FALLBACK[method], k64, ph, pw, self.precision)
+            make_core_plan(_FINITE_FALLBACK[method], k64, ph, pw, self.precision)
             if auto and method in _FINITE_FALLBACK else None)
         self._k64, self._ki64, self._padded = k64, ki64, (ph, pw)
         self._plan_c = None  # the method's own complex plan, made at the first complex call
         self._plan_fi = None  # the finite fallback's plan of the kernel's imaginary part
         # the imaginary part's plan (for methods without a complex plan); none where it is zero
-        self._plan_i = (_core.make_plan(method, ki64, ph, pw, self.precision)
+        self._plan_i = (make_core_plan(method, ki64, ph, pw, self.precision, options=opts)
                         if ki64 is not None and ki64.any() and not self._native else None)
         self.kernel_shape = (kh, kw)
         self.out_shape = tuple(self._plan.out_shape)
@@ -302,9 +348,10 @@ class Plan:
         return int(self._plan.workspace_bytes) + int(extra)
 
     def __repr__(self):
+        opts = f", options={self.options!r}" if self.options else ""
         return (f"tensorconv.Plan(method={self.method!r}, precision={self.precision!r}, "
                 f"kernel={self.kernel_shape}, image={self.image_shape}, mode={self.mode!r}, "
-                f"boundary={self.boundary!r})")
+                f"boundary={self.boundary!r}{opts})")
 
     def _real(self, b, plan, image, fill, storage=None):
         """One valid correlation of an image (any dtype; complex with `storage` complex) with one
@@ -326,14 +373,15 @@ class Plan:
 
     def _fallback_imag(self):
         if self._plan_fi is None and self._ki64 is not None and self._ki64.any():
-            self._plan_fi = _core.make_plan(_FINITE_FALLBACK[self.method], self._ki64,
+            self._plan_fi = make_core_plan(_FINITE_FALLBACK[self.method], self._ki64,
                                             *self._padded, self.precision)
         return self._plan_fi
 
     def _complex_native(self, b, image, fill):
         if self._plan_c is None:
-            self._plan_c = _core.make_plan(self.method, self._k64, *self._padded, self.precision,
-                                           kernel_imag=self._ki64, complex_data=True)
+            self._plan_c = make_core_plan(self.method, self._k64, *self._padded, self.precision,
+                                          kernel_imag=self._ki64, complex_data=True,
+                                          options=self.options)
         return self._real(b, self._plan_c, image, complex(fill),
                           _COMPLEX_STORAGE[self.precision])
 
@@ -401,14 +449,37 @@ def _finite_data(b, image, complex_image: bool, fill) -> bool:
 
 
 def plan(kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0, method="auto",
-         precision=None, convolve=False, device=None) -> Plan:
+         precision=None, convolve=False, device=None, options=None) -> Plan:
     """Prepare a reusable correlation (convolve=False) or convolution of `kernel` over images of
-    `image_shape`. `device` ('cpu' or 'cuda') guides method='auto' for host kernels."""
+    `image_shape`. `device` ('cpu' or 'cuda') guides method='auto' for host kernels.
+
+    `options`: a dict of typed plan options that choose among the named method's code paths,
+    e.g. {"separable.fused": False} (the two-pass form) or {"im2tensor.db": 16}; every default
+    is the measured choice. tensorconv.plan_options() lists each option with its methods, valid
+    values, default and meaning; an unknown option, one of another method or a bad value is a
+    ValueError naming the valid ones. Not with method='auto'."""
     return Plan(kernel, image_shape, mode=mode, boundary=boundary, fillvalue=fillvalue,
-                method=method, precision=precision, convolve=convolve, device=device)
+                method=method, precision=precision, convolve=convolve, device=device,
+                options=options)
 
 
-def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool, dtype):
+class PlanOption(NamedTuple):
+    name: str  # "family.option", e.g. "separable.fused"
+    methods: tuple  # the methods it applies to
+    values: str  # the valid values
+    default: str  # the default (None: the method's own choice)
+    doc: str
+
+
+def plan_options() -> list:
+    """Every plan option (tensorconv.plan(..., options={...})): name, methods, valid values,
+    default and what it chooses. The C++ core's table (csrc/core/plan_options.cpp)."""
+    return [PlanOption(n, tuple(x.strip() for x in m.split(",")), v, d, doc)
+            for n, m, v, d, doc in _core.plan_options()]
+
+
+def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool, dtype,
+         options=None):
     b1, b2 = backend_of(in1), backend_of(in2)
     in1, in2 = b1.asarray(in1), b2.asarray(in2)
     _check_array(in1, b1, "in1")
@@ -446,13 +517,14 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
         if not ok1:  # scipy swaps the inputs and flips the result
             in1, in2, b1, b2, swapped = in2, in1, b2, b1, True
     device = "cuda" if b1.on_device else None
+    options = check_options(options)
     key = None if b2.on_device or not isinstance(method, str) else _plan_cache.key(
         in2, in1.shape, mode, _check_boundary(boundary), fill, method, precision, convolve,
-        device)
+        device, tuple(sorted(options.items())))
     p = _plan_cache.get(key)
     if p is None:
         p = Plan(in2, in1.shape, mode=mode, boundary=boundary, fillvalue=fill, method=method,
-                 precision=precision, convolve=convolve, device=device)
+                 precision=precision, convolve=convolve, device=device, options=options)
         _plan_cache.put(key, p)
     out = p(in1)
     # scipy flips a swapped correlation; convolution commutes, so it needs no flip
@@ -501,16 +573,20 @@ def _dtype_doc(f):
 
 @_dtype_doc
 def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="auto",
-                precision=None, dtype=None):
-    """Cross-correlate two 2-D arrays, as scipy.signal.correlate2d, by any registry method."""
-    return _run(in1, in2, mode, boundary, fillvalue, method, precision, False, dtype)
+                precision=None, dtype=None, options=None):
+    """Cross-correlate two 2-D arrays, as scipy.signal.correlate2d, by any registry method
+    (`options`: the named method's plan options, as tensorconv.plan takes them)."""
+    return _run(in1, in2, mode, boundary, fillvalue, method, precision, False, dtype,
+                options)
 
 
 @_dtype_doc
 def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="auto",
-               precision=None, dtype=None):
-    """Convolve two 2-D arrays, as scipy.signal.convolve2d, by any registry method."""
-    return _run(in1, in2, mode, boundary, fillvalue, method, precision, True, dtype)
+               precision=None, dtype=None, options=None):
+    """Convolve two 2-D arrays, as scipy.signal.convolve2d, by any registry method
+    (`options`: the named method's plan options, as tensorconv.plan takes them)."""
+    return _run(in1, in2, mode, boundary, fillvalue, method, precision, True, dtype,
+                options)
 
 
 class Explanation(NamedTuple):

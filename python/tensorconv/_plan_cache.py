@@ -1,5 +1,5 @@
 """The one bounded cache of Plans behind correlate2d / convolve2d (design.md: keyed by kernel
-content, shapes, mode, boundary, method, precision, device).
+content, shapes, mode, boundary, method, precision, device, plan options).
 
 A call with a kernel, image shape and options seen recently reuses the prepared Plan (the kernel
 rounded and copied, an FFT plan's kernel spectrum) instead of building it again, which is most of
@@ -25,13 +25,14 @@ _plans: OrderedDict = OrderedDict()  # key -> (plan, bytes)
 _stats = {"hits": 0, "misses": 0, "bytes": 0}
 
 
-def key(kernel, image_shape, mode, boundary, fillvalue, method, precision, convolve, device):
+def key(kernel, image_shape, mode, boundary, fillvalue, method, precision, convolve, device,
+        options=()):
     """The cache key of a call, or None when the call is not cached (a device kernel, or one too
-    large to keep a copy of). `kernel` is a NumPy array."""
+    large to keep a copy of). `kernel` is a NumPy array; `options` sorted (name, value) pairs."""
     if kernel.nbytes > MAX_KERNEL_BYTES:
         return None
     return (kernel.tobytes(), kernel.dtype.str, kernel.shape, tuple(image_shape), mode, boundary,
-            fillvalue, method, precision, bool(convolve), device)
+            fillvalue, method, precision, bool(convolve), device, tuple(options))
 
 
 def get(k):

@@ -17,6 +17,7 @@ class MethodInfo(NamedTuple):
     entry: str = "correlate2d"  # the function that reaches it (simd_u8: filter2d_u8)
     note: str = ""  # which code path runs here and why (e.g. AVX2 or portable)
     complex_native: bool = False  # takes complex data itself (else as real parts, see Plan)
+    takes_factors: bool = False  # its plan takes the kernel's rank factors (_factors.py)
 
 
 def methods() -> list[MethodInfo]:

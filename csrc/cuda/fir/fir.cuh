@@ -199,16 +199,10 @@ class Plan final : public CudaPlan {
     // Output tile per CTA: 32 rows x 128 columns (a multiple of both KI layouts' 16 / 32 pixels);
     // DKI 256 columns, so the patch its edge shares with the next CTA costs 1/16 more, not 1/8.
     int Wc = s == Scheme::dki ? 256 : 128, dB = 32;
-    // Benchmark-only overrides (as im2tensor's TENSORCONV_I2T_*), so one build can sweep the
-    // tile and the tests can reach every geometry; ignored unless valid.
-    if (const char* e = std::getenv("TENSORCONV_FIR_WC")) {
-      const int v = std::atoi(e);
-      if (v >= 32 && v % 32 == 0 && v <= 1024) Wc = v;
-    }
-    if (const char* e = std::getenv("TENSORCONV_FIR_DB")) {
-      const int v = std::atoi(e);
-      if (v >= 1 && v <= 256) dB = v;
-    }
+    // Plan options fir.wc / fir.db (validated in plan_options.cpp): tuning sweeps, and the
+    // tests' way to reach every geometry.
+    if (r.options.fir_wc) Wc = r.options.fir_wc;
+    if (r.options.fir_db) dB = r.options.fir_db;
     for (int u0 = 0; u0 < kh; u0 += kBlock) {
       for (int v0 = 0; v0 < kw; v0 += kBlock) {
         Block b;

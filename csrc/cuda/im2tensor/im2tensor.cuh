@@ -572,17 +572,18 @@ inline void check_launch_dims(const Geo& g) {
                      " x-blocks; at most 65535 each)");
 }
 
-// Benchmark-only overrides of the P_block width/depth (TENSORCONV_I2T_WC, TENSORCONV_I2T_DB),
-// so one build can sweep them; ignored unless valid.
-inline void tuning_override(int& Wc, int& dB, int N) {
-  if (const char* e = std::getenv("TENSORCONV_I2T_WC")) {
-    const int v = std::atoi(e);
-    if (v >= N && v % N == 0 && v <= 1024) Wc = v;
+// Plan options im2tensor.wc / im2tensor.db override the P_block width / depth (tuning sweeps,
+// and the tests' way to reach every geometry). A width the MMA tile (N) does not divide is a
+// ValueError here, where N is known.
+inline void tuning_override(int& Wc, int& dB, int N, const PlanOptions& o) {
+  if (o.im2tensor_wc) {
+    if (o.im2tensor_wc % N != 0)
+      throw ValueError("plan option 'im2tensor.wc' = " + std::to_string(o.im2tensor_wc) +
+                       " must be a multiple of this precision's MMA tile width " +
+                       std::to_string(N));
+    Wc = o.im2tensor_wc;
   }
-  if (const char* e = std::getenv("TENSORCONV_I2T_DB")) {
-    const int v = std::atoi(e);
-    if (v >= 1 && v <= 512) dB = v;
-  }
+  if (o.im2tensor_db) dB = o.im2tensor_db;
 }
 
 template <class T, bool STAGED, Epi E>
@@ -606,26 +607,25 @@ class Plan final : public CudaPlan {
  public:
   explicit Plan(const PlanRequest& r) : CudaPlan(r) {
     if constexpr (kHasMma<T> && STAGED_PREF && E != Epi::store_p) {
-      const char* force_wmma = std::getenv("TENSORCONV_I2T_WMMA");
-      if (r.kh <= 64 && r.kw <= 64 && !(force_wmma && force_wmma[0] == '1')) {
-        // mma.sync path (mma_fused.cuh); TENSORCONV_I2T_WMMA=1 keeps WMMA for comparisons.
+      if (r.kh <= 64 && r.kw <= 64 && !r.options.im2tensor_wmma) {
+        // mma.sync path (mma_fused.cuh); plan option im2tensor.wmma keeps WMMA for comparisons.
         // x padded to 8 (the MMA's n), y to 16. dB output rows and nh 128-column passes per
         // CTA from the sweep (benchmarks/IM2TENSOR_NOTES.md, 4096²): nh 4 with dB 32 for
         // kh <= 16, else nh 2 with dB 64; fewer passes where the staged rows would not let the
         // registers' CTAs per SM fit in shared memory or the grid would not fill the SMs.
-        // Benchmark-only overrides (and the tests' way to reach every geometry):
-        // TENSORCONV_I2T_DB, TENSORCONV_I2T_NH.
+        // Plan options (tuning, and the tests' way to reach every geometry): im2tensor.db,
+        // im2tensor.passes.
         int Wc = kMmaWc, dB = r.kh <= 16 ? 32 : 64;
-        tuning_override(Wc, dB, 16);
+        tuning_override(Wc, dB, 16, r.options);
         const int nj = ceil_div(r.kw, 8), kc = ceil_div(r.kh, 16);
         const int minb = mma_min_blocks(nj, kc, MmaOp<T>::CREGS == 2);
-        const char* nh_env = std::getenv("TENSORCONV_I2T_NH");
-        int nh = nh_env ? std::max(1, std::min(8, std::atoi(nh_env))) : r.kh <= 16 ? 4 : 2;
+        const bool nh_set = r.options.im2tensor_passes > 0;
+        int nh = nh_set ? r.options.im2tensor_passes : r.kh <= 16 ? 4 : 2;
         for (;; nh /= 2) {
           g_ = make_geo(8, 8, 16, r, kMmaWc * nh, dB);
           g_.ldS = mma_lds(nh);
           g_.rowsS = g_.dB + g_.hKp - 1;
-          if (nh_env) break;
+          if (nh_set) break;
           const std::size_t sm = MmaSmem(g_).total;
           const std::int64_t ctas = static_cast<std::int64_t>(g_.nJ) * g_.nRB;
           if (nh == 1 ||
@@ -644,7 +644,7 @@ class Plan final : public CudaPlan {
       constexpr int N = T::N;
       int Wc = (N == 8) ? 64 : 128;  // a few N-tiles per warp: fewer partials per output
       int dB = 32;
-      tuning_override(Wc, dB, N);
+      tuning_override(Wc, dB, N, r.options);
       g_ = make_geo(T::M, N, T::K, r, Wc, dB);
       g_.ldA = g_.hKp + Smem<T, true, E>::padS;
       g_.ldS = g_.Wc + Smem<T, true, E>::padS;

@@ -20,8 +20,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import _core
-from .._api import _STORAGE, choose_method
+from .._api import _STORAGE, choose_method, make_core_plan
 from .._arrays import backend_of
 from ._common import (SplitRun, can_split, check_cval, check_image, check_mode, check_positive,
                       check_precision, check_radius, image_precision, per_axis, to_device)
@@ -132,11 +131,11 @@ class _Runner:
             return
         if split:
             self.split_run = SplitRun(
-                lambda ih, iw: _core.make_plan(method, self.K, ih, iw, precision), shape,
+                lambda ih, iw: make_core_plan(method, self.K, ih, iw, precision), shape,
                 self.rh, self.rw, boundary, 0.0)  # zeros: cval enters through _add_cval
         else:
-            self.full = _core.make_plan(method, self.K, h + 2 * self.rh, w + 2 * self.rw,
-                                        precision)
+            self.full = make_core_plan(method, self.K, h + 2 * self.rh, w + 2 * self.rw,
+                                       precision)
 
     def _cval_term(self, i0, i1, j0, j1) -> np.ndarray:
         """What mode='constant' adds to the zero-padded correlation over [i0, i1) x [j0, j1).
