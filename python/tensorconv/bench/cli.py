@@ -131,8 +131,11 @@ def main(argv=None) -> int:
             kw["sizes"] = _ints(a.sizes, "sizes")
         if a.kernels:
             kw["kernels"] = _ints(a.kernels, "kernels")
-        model = tune(precisions=precisions, budget_s=a.budget_s, progress=not a.no_progress,
-                     out=Path(a.out), **kw)
+        try:
+            model = tune(precisions=precisions, budget_s=a.budget_s, progress=not a.no_progress,
+                         out=Path(a.out), **kw)
+        except ValueError as e:
+            raise SystemExit(f"tensorconv-bench: error: {e}") from None
         print(f"cost model of {len(model['points'])} points saved to {model['path']}")
         return 0
 
