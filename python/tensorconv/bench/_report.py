@@ -44,7 +44,7 @@ def environment(device_name: str) -> dict:
     except Exception:
         pass
     env = {"device": device_name, "versions": versions, "host": platform.node(),
-           "cpu": _cpu_model(), "cpu_count": os.cpu_count()}
+           "cpu": cpu_model(), "cpu_count": os.cpu_count()}
     try:
         smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,"
                               "clocks.max.sm,clocks.mem,clocks.max.mem,power.limit",
@@ -57,7 +57,8 @@ def environment(device_name: str) -> dict:
     return env
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (for results files)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

@@ -145,7 +145,7 @@ def main(argv=None) -> int:
                else f"no CUDA array library ({dev.why})")
         print(f"GPU methods and peers are skipped: {why}", file=sys.stderr)
         dev.lib = None
-    device_name = dev.name() if dev.lib else f"CPU {_report._cpu_model()}"
+    device_name = dev.name() if dev.lib else f"CPU {_report.cpu_model()}"
     sweep = Sweep(dev, time.time() + a.budget_s, a.row_cap_s,
                   log=lambda s: print(s, file=sys.stderr))
     t0 = time.time()
