@@ -300,6 +300,11 @@ def figures(doc: dict, out: Path, stem: str) -> list:
         return []
     rows = [r for r in doc["rows"] if r.get("median_ms") is not None]
     files = []
+    # one colour and marker per impl across every panel and figure (20+ lines per panel)
+    colours = list(plt.get_cmap("tab20").colors) + list(plt.get_cmap("Dark2").colors)
+    markers = "os^vDP*Xhp<>"
+    impls = sorted({r["impl"] for r in rows}, key=_iorder)
+    style = {m: (colours[i % len(colours)], markers[i % len(markers)]) for i, m in enumerate(impls)}
     for part in sorted({r.get("part", "") for r in rows}):
         pr = [r for r in rows if r.get("part", "") == part]
         if part == "kelefouras":
@@ -311,22 +316,31 @@ def figures(doc: dict, out: Path, stem: str) -> list:
                 if not sel or len({r["kernel"][0] for r in sel}) < 2:
                     continue
                 precs = sorted({r["precision"] for r in sel}, key=_porder)
+                # a precision timed only for peers (Fig. 9's torch.fft fp32) joins the first
+                # panel, as the paper draws it, its precision in the label
+                guests = [p for p in precs[1:] if all(r["impl"].startswith("peer:")
+                                                      for r in sel if r["precision"] == p)]
+                precs = [p for p in precs if p not in guests]
                 cols = min(3, len(precs))
                 nrow = -(-len(precs) // cols)
                 fig, axes = plt.subplots(nrow, cols, figsize=(4.6 * cols + 1.5, 3.6 * nrow),
                                          squeeze=False)
                 for ax, prec in zip(axes.flat, precs):
-                    for impl in sorted({r["impl"] for r in sel if r["precision"] == prec},
-                                       key=_iorder):
+                    shown = [(prec, "")] + ([(g, f" ({g})") for g in guests]
+                                            if prec == precs[0] else [])
+                    for impl, (p, tag) in sorted({(r["impl"], pt) for pt in shown for r in sel
+                                                  if r["precision"] == pt[0]},
+                                                 key=lambda x: (_iorder(x[0]), x[1])):
                         for kind in sorted({r.get("kernel_kind", "random") for r in sel}):
                             pts = sorted((r["kernel"][0], r["median_ms"]) for r in sel
-                                         if r["impl"] == impl and r["precision"] == prec
+                                         if r["impl"] == impl and r["precision"] == p
                                          and r.get("kernel_kind", "random") == kind)
                             if not pts:
                                 continue
-                            lab = impl + (f" ({kind})" if kind != "random" else "")
-                            ax.plot(*zip(*pts), marker="o", ms=2.5, lw=1.2, label=lab,
-                                    ls="--" if impl.startswith("peer:") else
+                            lab = impl + tag + (f" ({kind})" if kind != "random" else "")
+                            colour, marker = style[impl]
+                            ax.plot(*zip(*pts), marker=marker, ms=3, lw=1.2, label=lab,
+                                    color=colour, ls="--" if impl.startswith("peer:") else
                                     (":" if impl == "auto" else "-"))
                     ax.set_title(prec)
                     ax.set_yscale("log")
