@@ -112,7 +112,7 @@ def markdown(doc: dict) -> str:
     if doc.get("clocks"):
         out.append(f"Clocks: {doc['clocks']}")
     out.append(f"CPU: {doc.get('cpu', '')} ({doc.get('cpu_count', '?')} threads)")
-    for key in ("preset", "images", "seconds", "skipped_for_time", "notes"):
+    for key in ("preset", "images", "seconds", "skipped_for_time", "notes", "errata"):
         if key in doc:
             out.append(f"{key}: {doc[key]}")
     out.append("")

@@ -158,6 +158,7 @@ class Sweep:
                     continue
                 base = {"impl": name, "precision": prec, "image": [n, n], "kernel": [k, k],
                         "kernel_kind": kind, "part": part.name}
+                mem0 = self.device.memory() if device == "cuda" else None
                 try:
                     p = tc.plan(kernel, (n, n), mode="valid", method=name, precision=prec,
                                 device=device)
@@ -168,7 +169,7 @@ class Sweep:
                 chosen = {"chose": p.method} if name == "auto" else {}
                 try:
                     if p._device == "cuda":
-                        self._device_rows(part, p, base, chosen, img, ref.dev)
+                        self._device_rows(part, p, base, chosen, img, ref.dev, mem0)
                     else:
                         self._host_rows(part, p, base, chosen, img, ref)
                 except (ValueError, MemoryError, RuntimeError) as e:
@@ -176,11 +177,12 @@ class Sweep:
                                       "note": f"run failed: {e}", **chosen})
                 del p
 
-    def _device_rows(self, part, p, base, chosen, img, ref_dev):
+    def _device_rows(self, part, p, base, chosen, img, ref_dev, mem0):
+        """mem0: the device's (free, pool) before the plan was made."""
         dev = self.device
         storage = p.storage
         n_in = max(1, min(8, -(-2 * L2_BYTES // (img.size * _ESIZE[storage]))))
-        free0, pool0 = dev.memory()
+        free0, pool0 = mem0
         xs = [dev.to_device(img, storage) for _ in range(n_in)]
         outs = {}
 
