@@ -184,13 +184,9 @@ def doc_header(cv2, scipy) -> dict:
 
 
 def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
+    from tensorconv.bench._report import cpu_model
+
+    return cpu_model()
 
 
 def speedups(doc):

@@ -119,29 +119,9 @@ def usc_images():
     return images
 
 
-def accuracy_kernel(k: int) -> np.ndarray:
-    """Square kernel, coefficients uniform in [0, 1), fixed seed per size."""
-    return np.random.default_rng(1000 + k).random((k, k))
-
-
-def reference_dir() -> Path:
-    d = cache_dir() / "refs" / f"scipy-{scipy.__version__}"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def scipy_reference(name: str, image: np.ndarray, k: int) -> np.ndarray:
-    """scipy.signal.correlate2d(image, accuracy_kernel(k), 'valid') in float64, cached on disk."""
-    f = reference_dir() / f"{name}_k{k}.npy"
-    if f.exists():
-        ref = np.load(f)
-        if ref.shape == (image.shape[0] - k + 1, image.shape[1] - k + 1):
-            return ref
-    ref = scipy.signal.correlate2d(image, accuracy_kernel(k), mode="valid")
-    tmp = f.with_suffix(f".{os.getpid()}.tmp.npy")
-    np.save(tmp, ref)
-    tmp.replace(f)
-    return ref
+# the accuracy suite's kernels and cached scipy references live in the package (shared with
+# `python -m tensorconv.accuracy`); re-exported for the tests that import them from here
+from tensorconv.accuracy import accuracy_kernel, reference_dir, scipy_reference  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")
@@ -173,17 +153,9 @@ def pytest_sessionfinish(session, exitstatus):
         part.unlink()
     if not ACCURACY_ROWS:
         return
-    out.mkdir(parents=True, exist_ok=True)
-    rows = sorted(ACCURACY_ROWS, key=lambda r: (r["method"], r["precision"], r["k"]))
-    meta = {"tensorconv": tc.__version__, "scipy": scipy.__version__,
-            "numpy": np.__version__, "cuda_available": tc.cuda_available(), "rows": rows}
-    (out / "accuracy.json").write_text(json.dumps(meta, indent=1))
-    lines = ["| method | precision | k | MAPE % median | 95% interval over images | images |",
-             "|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['method']} | {r['precision']} | {r['k']} | {r['mape_median']:.3g} | "
-                     f"[{r['mape_p2_5']:.3g}, {r['mape_p97_5']:.3g}] | {r['images']} |")
-    (out / "accuracy.md").write_text("\n".join(lines) + "\n")
+    from tensorconv.accuracy import report  # the same writer as python -m tensorconv.accuracy
+
+    report(ACCURACY_ROWS, out, {"cuda_available": tc.cuda_available()})
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if tr is not None:
         tr.write_line(f"accuracy report: {out / 'accuracy.md'}")

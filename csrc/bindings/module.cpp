@@ -96,6 +96,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("cuda_available", &cuda_available, "True when a CUDA device can be used (never raises).");
   m.def("cuda_unavailable_reason", &cuda_unavailable_reason);
   m.def("cuda_compute_capability", &cuda_compute_capability);
+  m.def("cuda_device_name", &cuda_device_name, "Name of the current CUDA device, \"\" when none.");
 
   m.def(
       "fma_peak_gflops",

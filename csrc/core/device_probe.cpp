@@ -49,4 +49,17 @@ int cuda_compute_capability() {
 #endif
 }
 
+std::string cuda_device_name() {
+#ifdef TC_WITH_CUDA
+  if (!cuda_available()) return "";
+  int dev = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+    return "";
+  return prop.name;
+#else
+  return "";
+#endif
+}
+
 }  // namespace tc

@@ -102,5 +102,6 @@ bool built_with_cuda();
 bool cuda_available();
 std::string cuda_unavailable_reason();  // "" when a device is usable
 int cuda_compute_capability();          // of the current device, 0 when none
+std::string cuda_device_name();         // of the current device, "" when none
 
 }  // namespace tc

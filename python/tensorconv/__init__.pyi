@@ -83,3 +83,17 @@ def filter2d_u8(image: npt.NDArray[np.uint8], kernel: npt.ArrayLike, divisor: in
                 threads: Optional[int] = ..., algorithm: Algorithm = ...) -> npt.NDArray[np.uint8]: ...
 def filter2d_u8_info(kernel: npt.ArrayLike, divisor: int, *, algorithm: Algorithm = ...) -> dict: ...
 def simd_u8_path() -> Literal["avx512", "avx2", "portable"]: ...
+
+class Explanation(NamedTuple):
+    method: str
+    device: str
+    reason: str
+    predicted_ms: dict[str, float]
+    excluded: dict[str, str]
+
+def explain(image_shape: Sequence[int], kernel_shape: Sequence[int] | npt.ArrayLike,
+            precision: Precision = ..., device: Optional[Literal["cpu", "cuda"]] = ..., *,
+            mode: Mode = ...) -> Explanation: ...
+def tune(sizes: Sequence[int] = ..., kernels: Sequence[int] = ...,
+         precisions: Sequence[Precision] = ..., *, budget_s: float = ..., save: bool = ...,
+         progress: bool = ..., out: Any = ...) -> dict: ...

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _core, _cpu_cost, _plan_cache
+from . import _autotune, _bounds, _core, _cpu_cost, _plan_cache
 from ._arrays import backend_of
 from ._factors import rank_factors
 from .methods import methods as _methods
@@ -61,7 +61,7 @@ def make_core_plan(method: str, kernel: np.ndarray, ih: int, iw: int, precision:
                    options: dict | None = None, **kw):
     """_core.make_plan with what the method's row asks for: the kernel's rank factors (LAPACK's
     SVD, _factors.py) for rows with takes_factors, and the plan options."""
-    factors = rank_factors(kernel, precision) if method in _factor_methods() else None
+    factors = (rank_factors(kernel, precision) if method in _factor_methods() else None)
     return _core.make_plan(method, kernel, ih, iw, precision, options=options or None,
                            factors=factors, **kw)
 
@@ -157,52 +157,23 @@ def _fill_for(fillvalue, complex_data: bool):
     return fillvalue
 
 
-# Fastest deterministic GPU method per precision, from benchmarks/results (H100, 4096², same
-# runs as the peers): small kernels are memory-bound (naive_shmem); the half formats go to the
-# tensor cores (im2tensor_fused); fp32/fp64 switch to cuFFT above k ~ 15; rank-1 kernels take
-# the separable passes (its fused pass beats naive_shmem from 3x3 on in the scalar precisions,
-# e.g. fp32 0.068 vs 0.102 ms; fp16's half2 passes only from k ~ 10). im2tensor_atomic is faster
-# still in bf16 but its last bits vary between runs, so 'auto' never picks it.
-_SMALL_AREA = 100
-_FFT_AREA = 225
-_TOEPLITZ_AREA = {"fp64": (0, 900), "fp32": (0, 400)}  # lo < area <= hi
+def _gpu_preference(precision: str, kernel: np.ndarray | None, image_shape=None) -> list:
+    """GPU methods by the measured cost model (_autotune: tuned on this device, else the shipped
+    H100 defaults), fastest first; deterministic ones within the precision's accuracy bound."""
+    return _gpu_ranking(precision, kernel, image_shape)[0]
 
 
-def _rank1(kernel: np.ndarray, precision: str) -> bool:
-    if min(kernel.shape) == 1:
-        return True
-    if not np.isfinite(kernel).all():
-        return False
-    s = np.linalg.svd(kernel, compute_uv=False)
-    tol = 1e-13 if precision == "fp64" else 1e-6
-    return bool(s[0] > 0 and s[1] <= tol * s[0])
-
-
-def _gpu_preference(precision: str, kernel: np.ndarray | None) -> list:
+def _gpu_ranking(precision: str, kernel: np.ndarray | None, image_shape, candidates=None):
     if kernel is None:
-        return []
-    area = kernel.shape[0] * kernel.shape[1]
-    prefs = []
-    if (area > _SMALL_AREA or precision != "fp16") and area > 1 and _rank1(kernel, precision):
-        prefs.append("separable")
-    # toeplitz_tc on the tensor cores (issue #17; H100 4096², benchmarks/results/tc_fp_*, plan +
-    # CuPy): tf32 at every size (0.10-0.62 ms at k = 3-55 vs naive_shmem's 0.12-4.5); fp64 (DMMA)
-    # and fp32 (DMMA, fp32 data widened) from k = 3 (0.12 / 0.08 ms vs naive_shmem's 0.14 /
-    # 0.10) up to the area where cuFFT's flat ~0.82 / ~0.43 ms overtakes them (fp64 k = 25:
-    # 0.55, k = 35: 0.94; fp32 k = 15: 0.25, k = 25: 0.50). Not for a non-finite kernel: every
-    # output would then take its direct-FMA fallback.
-    finite = bool(np.isfinite(kernel).all())
-    lo, hi = _TOEPLITZ_AREA.get(precision, (0, 0))
-    if finite and (precision == "tf32" or lo < area <= hi):
-        prefs.append("toeplitz_tc")
-    if area <= _SMALL_AREA or precision == "tf32":
-        prefs.append("naive_shmem")
-    elif precision in ("fp16", "fp16fp32", "bf16"):
-        prefs.append("im2tensor_fused")
-    elif area > _FFT_AREA and finite:
-        prefs.append("fft")
-    prefs.append("naive_shmem")
-    return prefs
+        return [], {}, {}, "no kernel given"
+    if candidates is None:
+        candidates = [m.name for m in _methods() if m.device == "cuda" and m.available
+                      and precision in m.precisions and m.entry == "correlate2d"]
+    if image_shape is None:
+        image_shape = (4096 + kernel.shape[0] - 1, 4096 + kernel.shape[1] - 1)
+    return _autotune.rank(precision, kernel.shape, image_shape, candidates,
+                          rank1=kernel.size > 1 and _autotune.is_rank1(kernel, precision),
+                          finite_kernel=bool(np.isfinite(kernel).all()))
 
 
 # The CPU methods 'auto' chooses between by predicted time (_cpu_cost: calibrated per machine).
@@ -225,15 +196,18 @@ def _cpu_preference(precision: str, kernel: np.ndarray | None, image_shape) -> l
 def choose_method(precision: str, on_device: bool, macs: float = 0.0,
                   kernel: np.ndarray | None = None, image_shape=None) -> str:
     """The 'auto' rule. Device arrays stay on their device; host arrays go to the GPU when the
-    work (`macs` multiply-adds) pays for the copies. On the GPU the measured ranking above
-    decides, given the host float64 `kernel`; on the CPU the cost model of this machine, given
-    also the (padded) `image_shape`; otherwise registry order."""
+    work (`macs` multiply-adds) pays for the copies. On the GPU the measured cost model decides
+    (_autotune), given the host float64 `kernel` and the (padded) `image_shape`; on the CPU the
+    cost model of this machine; otherwise registry order."""
     rows = [m for m in _methods() if m.available and precision in m.precisions
             and m.entry == "correlate2d"]
     gpu = [m.name for m in rows if m.device == "cuda"]
     cpu = [m.name for m in rows if m.device == "cpu"]
     if gpu:  # the ranking needs an SVD of the kernel: skip it where no GPU method can run
-        gpu = [n for n in _gpu_preference(precision, kernel) if n in gpu] + gpu
+        ranked = _gpu_preference(precision, kernel, image_shape)
+        gpu = ranked + [n for n in gpu if n not in ranked and n not in _bounds.NONDETERMINISTIC
+                        and _bounds.mape_bound(n, precision) <= _bounds.MAPE_PCT[precision]]
+        gpu = gpu or [m.name for m in rows if m.device == "cuda"]
     if cpu and not on_device:
         cpu = [n for n in _cpu_preference(precision, kernel, image_shape) if n in cpu] + cpu
     if on_device:
@@ -387,17 +361,20 @@ class Plan:
         if b.row_stride(x) != x.shape[1]:
             x = b.to_storage(x, storage)
         out = b.empty(self.out_shape, storage, like=x)
+        args = (b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
+                out.shape[0], out.shape[1], b.row_stride(out), storage, b.on_device, b.stream(x))
+        plan.run(*args)
+        # 'auto' chose a spectral method: an image holding NaN/inf runs again on a method that
+        # keeps them local. The test follows the launch, so the device's work is queued before
+        # the host waits for the test's answer.
         if plan is self._plan and self._finite_fallback is not None and not b.all_finite(x):
-            plan = self._finite_fallback
-        plan.run(b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
-                 out.shape[0], out.shape[1], b.row_stride(out), storage, b.on_device,
-                 b.stream(x))
+            self._finite_fallback.run(*args)
         return out
 
     def _fallback_imag(self):
         if self._plan_fi is None and self._ki64 is not None and self._ki64.any():
             self._plan_fi = make_core_plan(_FINITE_FALLBACK[self.method], self._ki64,
-                                           *self._padded, self.precision)
+                                            *self._padded, self.precision)
         return self._plan_fi
 
     def _complex_native(self, b, image, fill):
@@ -610,3 +587,64 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="a
     (`options`: the named method's plan options, as tensorconv.plan takes them)."""
     return _run(in1, in2, mode, boundary, fillvalue, method, precision, True, dtype,
                 options)
+
+
+class Explanation(NamedTuple):
+    """What method='auto' picks for one problem, and why (str() reads as a paragraph)."""
+    method: str
+    device: str  # where it runs: "cpu" or "cuda"
+    reason: str
+    predicted_ms: dict  # method -> predicted time, from the cost model that decided
+    excluded: dict  # method -> why auto may not pick it here
+
+    def __str__(self):
+        lines = [f"auto picks {self.method!r} ({self.device}): {self.reason}"]
+        if self.predicted_ms:
+            lines.append("predicted: " + ", ".join(f"{m} {t:.4g} ms" for m, t in sorted(
+                self.predicted_ms.items(), key=lambda kv: kv[1])))
+        lines += [f"not {m}: {why}" for m, why in self.excluded.items()]
+        return "\n".join(lines)
+
+
+def explain(image_shape, kernel_shape, precision: str = "fp32", device=None, *,
+            mode: str = "full") -> Explanation:
+    """What method='auto' would pick to correlate an image of `image_shape` with a kernel of
+    `kernel_shape` (or with this kernel, an array: its rank and finiteness count) in
+    `precision`, for data on `device` ('cuda': device arrays; None or 'cpu': NumPy arrays),
+    and why: the cost model's predictions and the methods it may not pick."""
+    if device not in _DEVICES:
+        raise ValueError(f"unknown device {device!r}; valid devices: None, 'cpu', 'cuda'")
+    _check_precision(precision)
+    _check_mode(mode)
+    ih, iw = _image_shape(image_shape)
+    if np.ndim(kernel_shape) == 2:
+        kernel = np.asarray(kernel_shape, dtype=np.float64)
+    else:
+        kh, kw = _image_shape(kernel_shape)
+        kernel = np.random.default_rng(0).random((kh, kw))  # a general (full-rank) kernel
+    kh, kw = kernel.shape
+    pads = _pads(mode, kh, kw, False)
+    ph, pw = ih + sum(pads[0]), iw + sum(pads[1])
+    if kh > ph or kw > pw:
+        raise ValueError(f"kernel {kernel.shape} is larger than the image {(ih, iw)} in 'valid' mode")
+    macs = float(ph - kh + 1) * (pw - kw + 1) * kh * kw
+    on_device = device == "cuda"
+    method = choose_method(precision, on_device, macs, kernel, (ph, pw))
+    info = {m.name: m for m in _methods()}[method]
+    if info.device == "cuda":
+        order, times, excluded, where = _gpu_ranking(precision, kernel, (ph, pw))
+        if method in times:
+            why = f"fastest predicted of the methods auto may pick ({where})"
+        else:
+            why = f"first available CUDA method in registry order ({where})"
+        if not on_device:
+            why += f"; NumPy data go to the GPU above {_AUTO_GPU_MIN_MACS:.0e} multiply-adds " \
+                   f"(this problem: {macs:.3g})"
+        return Explanation(method, "cuda", why, times, excluded)
+    t = _cpu_cost.predict(precision, (ph, pw), (kh, kw)) if np.isfinite(kernel).all() else {}
+    why = ("fastest predicted CPU method (this machine's calibrated cost model, "
+           "tensorconv.calibrate_cpu())" if t else "the only CPU method that keeps NaN/inf local")
+    if not on_device and any(m.device == "cuda" and m.available for m in _methods()):
+        why += f"; NumPy data stay on the CPU below {_AUTO_GPU_MIN_MACS:.0e} multiply-adds " \
+               f"(this problem: {macs:.3g})"
+    return Explanation(method, "cpu", why, {m: s * 1e3 for m, s in t.items()}, {})

@@ -1,0 +1,222 @@
+"""method='auto' on the GPU from measurement: a cost model of kernel times per (precision, image
+size, kernel size, method), measured on this device by tensorconv.tune() and kept in the user's
+cache directory per device name and package version, or the shipped defaults (measured on an
+H100, _auto_defaults.json) where no tuned model exists.
+
+A query takes the grid's image size nearest in log area and interpolates each method's time
+log-linearly in the kernel's side between the two measured sizes around it (clamped at the grid's
+ends). A method is left out where it cannot be trusted: not deterministic (unless asked), a
+spectral method with a non-finite kernel, or a measured MAPE above the precision's bound at either
+grid point around the query (without a measurement: its bound above the precision's).
+Rank-1 kernels use separable's time measured on a rank-1 (Gaussian) kernel."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from . import _bounds, _core
+
+DEFAULTS = Path(__file__).with_name("_auto_defaults.json")
+RANK1 = "separable:rank1"  # separable timed on a rank-1 kernel (its one-pass case)
+SPECTRAL = frozenset({"fft"})  # NaN/inf in the kernel spread over the whole transform
+FORMAT = 1
+
+
+def slug(device: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "unknown"
+
+
+def device_name() -> str:
+    try:
+        return str(_core.cuda_device_name())
+    except Exception:  # a broken driver reads as "no device"
+        return ""
+
+
+def model_path(device: str | None = None, version: str | None = None) -> Path:
+    from . import __version__
+    from .datasets import cache_dir
+
+    device = device_name() if device is None else device
+    return cache_dir() / "autotune" / f"{slug(device)}-{version or __version__}.json"
+
+
+def model_from_rows(rows, device: str, source: str) -> dict:
+    """A cost model from benchmark rows (design.md's format): kernel-timed rows of registry
+    methods on square kernels ('random' kernels; separable also on 'gaussian' ones, as RANK1).
+    Rows with a variant, a band size or no time are left out; a repeated point keeps its
+    fastest time and its worst MAPE."""
+    from . import __version__
+
+    pts: dict = {}
+    for r in rows:
+        if (r.get("timing") != "kernel" or r.get("median_ms") is None or "variant" in r
+                or "band_mb" in r or r["impl"].startswith(("peer:", "auto"))):
+            continue
+        kh, kw = r["kernel"]
+        if kh != kw:
+            continue
+        kind = r.get("kernel_kind", "random")
+        name = r["impl"]
+        if kind == "gaussian":
+            if name != "separable":
+                continue
+            name = RANK1
+        elif kind != "random":
+            continue
+        key = (r["precision"], tuple(r["image"]), kh)
+        p = pts.setdefault(key, {"ms": {}, "mape": {}})
+        p["ms"][name] = min(p["ms"].get(name, math.inf), float(r["median_ms"]))
+        if r.get("mape_pct") is not None:
+            p["mape"][name] = max(p["mape"].get(name, 0.0), float(r["mape_pct"]))
+        elif "mape_pct" in r:  # measured and not finite: never trusted
+            p["mape"][name] = math.inf
+    points = [{"precision": pr, "image": list(im), "k": k, "ms": v["ms"],
+               "mape": {m: (x if math.isfinite(x) else None) for m, x in v["mape"].items()}}
+              for (pr, im, k), v in sorted(pts.items())]
+    return {"format": FORMAT, "device": device, "tensorconv": __version__, "source": source,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "points": points}
+
+
+_CACHE: dict = {}
+
+
+def _read(path: Path):
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    hit = _CACHE.get(path)
+    if hit and hit[0] == stat.st_mtime_ns:
+        return hit[1]
+    try:
+        model = json.loads(path.read_text())
+        if model.get("format") != FORMAT or not isinstance(model.get("points"), list):
+            return None
+    except (OSError, ValueError):
+        return None
+    _CACHE[path] = (stat.st_mtime_ns, model)
+    return model
+
+
+def models() -> list:
+    """(label, model) to consult in order: this device's tuned model, then the shipped one."""
+    out = []
+    tuned = _read(model_path())
+    if tuned is not None:
+        out.append((f"tuned on this device ({model_path()})", tuned))
+    shipped = _read(DEFAULTS)
+    if shipped is not None:
+        out.append((f"shipped defaults measured on {shipped['device']}", shipped))
+    return out
+
+
+def save(model: dict, path: Path | None = None) -> Path:
+    path = path or model_path(model["device"], model["tensorconv"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(model, indent=1))
+    tmp.replace(path)
+    _CACHE.pop(path, None)
+    return path
+
+
+def _bracket(values, x):
+    """The two sorted grid values around x (the nearest twice beyond the ends)."""
+    lo = [v for v in values if v <= x]
+    hi = [v for v in values if v >= x]
+    a = lo[-1] if lo else hi[0]
+    b = hi[0] if hi else lo[-1]
+    return a, b
+
+
+def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool = False,
+         finite_kernel: bool = True, deterministic: bool = True):
+    """Candidates (GPU method names) ranked by predicted kernel time. Returns (ranked names,
+    predicted ms per name, excluded {name: why}, which model and grid points were used) or
+    ([], {}, {}, why) when no model covers the precision."""
+    kh, kw = kernel_shape
+    ph, pw = image_shape
+    kside = math.sqrt(kh * kw)
+    area = max(1, ph - kh + 1) * max(1, pw - kw + 1)
+    for label, model in models():
+        pts = [p for p in model["points"] if p["precision"] == precision]
+        if not pts:
+            continue
+        areas = sorted({p["image"][0] * p["image"][1] for p in pts})
+        a = min(areas, key=lambda s: abs(math.log(s / area)))
+        grid = {p["k"]: p for p in pts if p["image"][0] * p["image"][1] == a}
+        k0, k1 = _bracket(sorted(grid), kside)
+        p0, p1 = grid[k0], grid[k1]
+        bound = _bounds.MAPE_PCT[precision]
+        times, excluded = {}, {}
+        for m in candidates:
+            if deterministic and m in _bounds.NONDETERMINISTIC:
+                excluded[m] = "not deterministic (atomic accumulation order)"
+                continue
+            if m in SPECTRAL and not finite_kernel:
+                excluded[m] = "spectral, and the kernel holds NaN/inf"
+                continue
+            tm = RANK1 if (m == "separable" and rank1 and RANK1 in p0["ms"]
+                           and RANK1 in p1["ms"]) else m
+            if tm not in p0["ms"] or tm not in p1["ms"]:
+                excluded[m] = "not measured at this precision and size"
+                continue
+            errs = [p["mape"].get(tm, p["mape"].get(m)) for p in (p0, p1)]
+            if any(e is None and (m in p["mape"] or tm in p["mape"]) for e, p in zip(errs, (p0, p1))):
+                excluded[m] = "its measured output was not finite"
+                continue
+            if any(e is not None and e > bound for e in errs):
+                excluded[m] = (f"measured MAPE {max(e for e in errs if e is not None):.3g} % > "
+                               f"{precision}'s bound {bound:g} %")
+                continue
+            if all(e is None for e in errs) and _bounds.mape_bound(m, precision) > bound:
+                excluded[m] = (f"its bound {_bounds.mape_bound(m, precision):g} % exceeds "
+                               f"{precision}'s {bound:g} %")
+                continue
+            t0, t1 = p0["ms"][tm], p1["ms"][tm]
+            f = 0.0 if k1 == k0 else (min(max(kside, k0), k1) - k0) / (k1 - k0)
+            times[m] = math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
+        if not times:
+            continue
+        order = sorted(times, key=times.get)
+        side = round(math.sqrt(a))
+        where = (f"{label}; grid image {side}x{side}, kernel sizes {k0}" +
+                 (f" and {k1}" if k1 != k0 else "") + (" (rank-1: separable's one-pass time)"
+                                                       if rank1 else ""))
+        return order, times, excluded, where
+    return [], {}, {}, f"no measured model covers precision {precision!r}"
+
+
+def is_rank1(kernel: np.ndarray, precision: str) -> bool:
+    if min(kernel.shape) == 1:
+        return kernel.size > 1
+    if not np.isfinite(kernel).all():
+        return False
+    s = np.linalg.svd(kernel, compute_uv=False)
+    tol = 1e-13 if precision == "fp64" else 1e-6
+    return bool(s[0] > 0 and s[1] <= tol * s[0])
+
+
+def build_defaults(paths, out: Path = DEFAULTS) -> Path:
+    """The shipped model from committed results files (rows of one device): the maintainers'
+    step after a device run, e.g.
+    python -c "from tensorconv._autotune import build_defaults as b; b(['results/tune_x.json'])"
+    """
+    rows, devices = [], set()
+    for p in paths:
+        doc = json.loads(Path(p).read_text())
+        devices.add(doc["device"])
+        rows += doc["rows"]
+    if len(devices) != 1:
+        raise ValueError(f"results of one device expected, got {sorted(devices)}")
+    model = model_from_rows(rows, devices.pop(), "committed results: " + ", ".join(
+        Path(p).name for p in paths))
+    return save(model, out)

@@ -1,0 +1,119 @@
+"""Presets: each paper's evaluation as parts of one sweep, and the u8 grid (Kelefouras)."""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+
+import tensorconv as tc
+
+from ._sweep import Part
+from ._timing import time_host
+
+GPU_PEERS = ("torch_conv2d", "torch_fft", "cupy_correlate", "cupy_fftconvolve")
+CPU_PEERS = ("scipy_signal", "scipy_ndimage", "opencv")
+ALL_PEERS = GPU_PEERS + CPU_PEERS
+PRECISIONS = tc.PRECISIONS
+# Kelefouras & Keramidas (2022) section 4: 300x200 .. 5184x3456, k = 3, 5, 7, 9.
+U8_SIZES = ((200, 300), (480, 640), (600, 800), (768, 1024), (720, 1280), (1024, 1280),
+            (1200, 1600), (1080, 1920), (1536, 2048), (2400, 2400), (1440, 2560), (1944, 2592),
+            (2000, 3000), (2448, 3264), (2160, 3840), (3000, 4000), (3072, 4096), (3456, 4608),
+            (2880, 5120), (3456, 5184))
+
+
+def correlate_methods(device: str | None = None) -> tuple:
+    """Every correlate2d method of the registry (on one device, or all): new methods appear
+    here with no edit."""
+    return tuple(m.name for m in tc.methods() if m.entry == "correlate2d"
+                 and (device is None or m.device == device))
+
+
+def im2tensor() -> list:
+    """Seznec et al. 2022: Fig. 9 (the im2tensor variants, fp16, 1024², k = 1..60, cuDNN fp16
+    and torch.fft fp32 beside them); Table 3 and Fig. 10 (4096², k = 3, 15, 25, 35, 55, every
+    GPU method x precision, 'auto', and the GPU peers); Table 4 (extra memory, from Table 3's
+    rows at k = 15)."""
+    variants = tuple(n for n in correlate_methods("cuda") if n.startswith("im2tensor"))
+    return [Part("fig9", (1024,), tuple(range(1, 61)), ("fp16", "fp32"), variants,
+                 ("torch_conv2d", "torch_fft"), only={"fp32": ("peer:torch_fft",)}),
+            Part("table3", (4096,), (3, 15, 25, 35, 55), PRECISIONS,
+                 correlate_methods("cuda") + ("auto",), GPU_PEERS)]
+
+
+def kondo() -> list:
+    """Kondo et al. 2022 Figs. 4-6: a Gaussian (sigma = r / 2 as there; here k / 6) as a general
+    kernel, r = 1..23 (k = 2r + 1), 128² and 4096², the FIR methods beside naive_shmem and
+    im2tensor_fused, fp16fp32 (the paper's), fp16 and bf16; cuDNN fp16."""
+    fir = tuple(n for n in correlate_methods("cuda") if n.startswith("fir_"))
+    return [Part("kondo", (128, 4096), tuple(2 * r + 1 for r in range(1, 24)),
+                 ("fp16fp32", "fp16", "bf16"), fir + ("naive_shmem", "im2tensor_fused"),
+                 ("torch_conv2d",), kind="gaussian")]
+
+
+def separable() -> list:
+    """Rank-1 (Gaussian) kernels: separable against the general methods, every precision."""
+    return [Part("separable", (1024, 4096), (3, 7, 15, 25, 35, 55), PRECISIONS,
+                 ("separable", "naive_shmem", "fft", "im2tensor_fused", "direct", "fft_cpu",
+                  "auto"), ("torch_conv2d", "torch_fft"), kind="gaussian",
+                 timing=("kernel", "end_to_end"))]
+
+
+def kelefouras() -> list:
+    """Kelefouras & Keramidas 2022: the u8 grid (see u8_sweep)."""
+    return []
+
+
+PRESETS = {"im2tensor": im2tensor, "kondo": kondo, "kelefouras": kelefouras,
+           "separable": separable}
+
+
+def u8_kernels(k: int) -> dict:
+    """A random non-separable kernel whose sums fit 16 bits (the paper's filter2D case) and the
+    binomial Gaussian (separable; divisor a power of two)."""
+    rng = np.random.default_rng(100 + k)
+    small = rng.integers(0, max(2, 240 // (k * k)), (k, k))
+    small[k // 2, k // 2] = max(2, 240 // (k * k))
+    b = np.array([comb(k - 1, i) for i in range(k)])
+    return {"filter2d": (small.astype(np.int8), int(small.sum())),
+            "gaussian": (np.outer(b, b).astype(np.int16), int(b.sum() ** 2))}
+
+
+def u8_sweep(sweep, sizes=U8_SIZES, ks=(3, 5, 7, 9), peers=("opencv",), progress=None):
+    """simd_u8 (tensorconv.filter2d_u8) against OpenCV's filter2D on uint8, end to end (the
+    call, output allocated by the callee), median of up to 20; max |difference| from OpenCV."""
+    cv2 = None
+    if "opencv" in peers:
+        try:
+            import cv2
+        except ImportError as e:
+            sweep.log(f"peer opencv skipped: cv2 is not installed ({e})")
+    rng = np.random.default_rng(0)
+    for h, w in sizes:
+        img = rng.integers(0, 256, (h, w), dtype=np.uint8)
+        for k in ks:
+            if sweep.out_of_time():
+                sweep.skipped_for_time += 1
+                if progress:
+                    progress.update(1)
+                continue
+            for case, (kernel, div) in u8_kernels(k).items():
+                base = {"precision": "uint8", "image": [h, w], "kernel": [k, k],
+                        "kernel_kind": case, "part": "kelefouras", "timing": "end_to_end"}
+                ours = tc.filter2d_u8(img, kernel, div, border="reflect101")
+                ms, runs = time_host(lambda i: tc.filter2d_u8(img, kernel, div,
+                                                              border="reflect101"),
+                                     20, 2, sweep.row_cap_s)
+                row = {"impl": "simd_u8", **base, "median_ms": round(ms, 5), "runs": runs,
+                       "path": tc.simd_u8_path()}
+                if cv2 is not None:
+                    kf = (kernel.astype(np.float32) / div)
+                    theirs = cv2.filter2D(img, -1, kf, borderType=cv2.BORDER_REFLECT_101)
+                    row["max_abs_diff_vs_opencv"] = int(np.abs(ours.astype(int) - theirs).max())
+                    ms, runs = time_host(lambda i: cv2.filter2D(
+                        img, -1, kf, borderType=cv2.BORDER_REFLECT_101), 20, 2, sweep.row_cap_s)
+                    sweep.rows.append({"impl": "peer:opencv", **base, "median_ms": round(ms, 5),
+                                       "runs": runs})
+                sweep.rows.append(row)
+            if progress:
+                progress.update(1)

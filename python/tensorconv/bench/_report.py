@@ -1,0 +1,400 @@
+"""Results files from rows: the JSON (design.md's format, with device, clocks and library
+versions), Markdown tables shaped like the im2tensor paper's Tables 3-4 (time [MAPE] per method
+and kernel size; extra device memory), an auto-vs-best table, and PNG figures like its Figs.
+9-10 (time against kernel size, one panel per precision) or CPS against image size (Kelefouras)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import subprocess
+from pathlib import Path
+
+import tensorconv as tc
+from tensorconv import _bounds
+
+ORDER = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64", "uint8")
+
+
+def slug(device: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "unknown"
+
+
+def environment(device_name: str) -> dict:
+    """Device, clocks and library versions for every results file."""
+    import numpy
+    import scipy
+
+    versions = {"tensorconv": tc.__version__, "numpy": numpy.__version__,
+                "scipy": scipy.__version__, "python": platform.python_version()}
+    for mod, attr in (("torch", "__version__"), ("cupy", "__version__"), ("cv2", "__version__"),
+                      ("matplotlib", "__version__")):
+        try:
+            versions[mod] = getattr(__import__(mod), attr)
+        except Exception:
+            pass
+    try:
+        import torch
+
+        versions["cuda"] = torch.version.cuda
+        versions["cudnn"] = str(torch.backends.cudnn.version())
+    except Exception:
+        pass
+    env = {"device": device_name, "versions": versions, "host": platform.node(),
+           "cpu": cpu_model(), "cpu_count": os.cpu_count()}
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,"
+                              "clocks.max.sm,clocks.mem,clocks.max.mem,power.limit",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+        if smi.returncode == 0:
+            env["clocks"] = ("name, driver, sm MHz, max sm MHz, mem MHz, max mem MHz, power "
+                             "limit: " + smi.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return env
+
+
+def cpu_model() -> str:
+    """The CPU's model name (for results files)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def document(env: dict, rows: list, **extra) -> dict:
+    doc = {"device": env["device"],
+           "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+           "tensorconv": tc.__version__, **{k: v for k, v in env.items() if k != "device"},
+           **extra, "rows": rows}
+    return doc
+
+
+def _porder(p):
+    return ORDER.index(p) if p in ORDER else len(ORDER)
+
+
+def _iorder(impl):
+    return (impl.startswith("peer:"), impl == "auto", impl)
+
+
+def _eligible(r) -> bool:
+    """A registry row 'auto' may pick: deterministic, measured within the precision's bound."""
+    if r["impl"].startswith("peer:") or r["impl"] == "auto" or r.get("median_ms") is None:
+        return False
+    if r["impl"] in _bounds.NONDETERMINISTIC or r["precision"] not in _bounds.MAPE_PCT:
+        return False
+    m = r.get("mape_pct")
+    return m is not None and m <= _bounds.MAPE_PCT[r["precision"]]
+
+
+def _groups(rows, timing):
+    g = {}
+    for r in rows:
+        if r.get("timing") == timing and r.get("median_ms") is not None:
+            key = (r.get("part", ""), r.get("kernel_kind", "random"), tuple(r["image"]),
+                   r["precision"])
+            g.setdefault(key, []).append(r)
+    return g
+
+
+def markdown(doc: dict) -> str:
+    rows = doc["rows"]
+    out = [f"# {doc.get('title', 'tensorconv benchmark')}", "",
+           f"Device: {doc['device']}; created {doc['created']}; tensorconv {doc['tensorconv']}",
+           f"Versions: {json.dumps(doc.get('versions', {}))}"]
+    if doc.get("clocks"):
+        out.append(f"Clocks: {doc['clocks']}")
+    out.append(f"CPU: {doc.get('cpu', '')} ({doc.get('cpu_count', '?')} threads)")
+    for key in ("preset", "images", "seconds", "skipped_for_time", "notes", "errata"):
+        if key in doc:
+            out.append(f"{key}: {doc[key]}")
+    out.append("")
+    for timing in ("kernel", "end_to_end"):
+        groups = _groups(rows, timing)
+        for (part, kind, image, prec), grp in sorted(groups.items(),
+                                                     key=lambda kv: (kv[0][0], kv[0][1],
+                                                                     kv[0][2], _porder(kv[0][3]))):
+            if part == "kelefouras":
+                continue
+            ks = sorted({r["kernel"][0] for r in grp})
+            out += [f"### {part} · {timing} · {image[0]}x{image[1]} · {prec} · {kind} kernels "
+                    "(median ms; MAPE % in brackets)", "",
+                    "| impl | " + " | ".join(f"k={k}" for k in ks) + " |",
+                    "|---|" + "---|" * len(ks)]
+            for impl in sorted({r["impl"] for r in grp}, key=_iorder):
+                cells = []
+                for k in ks:
+                    r = next((r for r in grp if r["impl"] == impl and r["kernel"][0] == k), None)
+                    if r is None:
+                        cells.append("—")
+                        continue
+                    m = r.get("mape_pct")
+                    c = f"{r['median_ms']:.4g}" + (f" [{m:.2g}]" if m is not None else "")
+                    if r.get("chose"):
+                        c += f" →{r['chose']}"
+                    cells.append(c)
+                out.append(f"| {impl} | " + " | ".join(cells) + " |")
+            out.append("")
+    out += memory_table(rows) + auto_table(rows) + replay_table(rows) + u8_table(rows)
+    return "\n".join(out) + "\n"
+
+
+def memory_table(rows) -> list:
+    """Table 4's shape: extra device memory per method at the kernel size nearest 15."""
+    mem = [r for r in rows if r.get("timing") == "kernel" and "extra_bytes" in r]
+    if not mem:
+        return []
+    out = []
+    for image in sorted({tuple(r["image"]) for r in mem}):
+        sel = [r for r in mem if tuple(r["image"]) == image]
+        k = min({r["kernel"][0] for r in sel}, key=lambda k: abs(k - 15))
+        sel = [r for r in sel if r["kernel"][0] == k and r.get("kernel_kind", "random") == "random"]
+        if not sel:
+            continue
+        out += [f"### Extra memory, {image[0]}x{image[1]}, k = {k} (MB; paper Table 4)", "",
+                "| impl | precision | workspace (plan) | measured |", "|---|---|---|---|"]
+        seen = set()
+        for r in sorted(sel, key=lambda r: (_iorder(r["impl"]), _porder(r["precision"]))):
+            if (r["impl"], r["precision"]) in seen:
+                continue
+            seen.add((r["impl"], r["precision"]))
+            meas = r.get("extra_bytes_measured")
+            out.append(f"| {r['impl']} | {r['precision']} | {r['extra_bytes'] / 1e6:.2f} | "
+                       + (f"{meas / 1e6:.2f}" if meas is not None else "—") + " |")
+        out.append("")
+    return out
+
+
+def auto_rows(rows) -> list:
+    """Per point with an 'auto' row: auto's time, the fastest eligible method (deterministic,
+    measured within the precision's bound) and the fastest of all, from the same run."""
+    res = []
+    for a in rows:
+        if a["impl"] != "auto" or a.get("median_ms") is None:
+            continue
+        same = [r for r in rows if r.get("timing") == a["timing"] and r["image"] == a["image"]
+                and r["kernel"] == a["kernel"] and r["precision"] == a["precision"]
+                and r.get("kernel_kind") == a.get("kernel_kind") and r.get("part") == a.get("part")
+                and not r["impl"].startswith("peer:") and r["impl"] != "auto"
+                and r.get("median_ms") is not None]
+        elig = [r for r in same if _eligible(r)]
+        best = min(elig, key=lambda r: r["median_ms"]) if elig else None
+        fastest = min(same, key=lambda r: r["median_ms"]) if same else None
+        res.append({"part": a.get("part"), "image": a["image"], "kernel": a["kernel"],
+                    "precision": a["precision"], "kernel_kind": a.get("kernel_kind"),
+                    "auto_ms": a["median_ms"], "chose": a.get("chose"),
+                    "best": best and best["impl"], "best_ms": best and best["median_ms"],
+                    "ratio": best and a["median_ms"] / best["median_ms"],
+                    "fastest": fastest and fastest["impl"],
+                    "fastest_ms": fastest and fastest["median_ms"]})
+    return res
+
+
+def auto_table(rows) -> list:
+    res = auto_rows(rows)
+    if not res:
+        return []
+    out = ["### auto against the best method of the same run", "",
+           "best: the fastest deterministic method measured within the precision's MAPE bound "
+           "(what auto may pick); fastest: of all registry methods.", "",
+           "| image | precision | k | kernel | auto ms (chose) | best | best ms | auto/best | "
+           "fastest (ms) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(res, key=lambda r: (r["image"], _porder(r["precision"]), r["kernel"])):
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] else "—"
+        out.append(f"| {r['image'][0]} | {r['precision']} | {r['kernel'][0]} | "
+                   f"{r['kernel_kind']} | {r['auto_ms']:.4g} ({r['chose']}) | {r['best']} | "
+                   f"{r['best_ms'] if r['best_ms'] is None else format(r['best_ms'], '.4g')} | "
+                   f"{ratio} | {r['fastest']} ({r['fastest_ms']:.4g}) |")
+    ok = [r for r in res if r["ratio"]]
+    within = sum(r["ratio"] <= 1.10 for r in ok)
+    out += ["", f"auto within 10 % of the best at {within} of {len(ok)} points.", ""]
+    return out
+
+
+def replay_auto(rows, image=(4096, 4096)) -> list:
+    """What 'auto' picks now (the model in use: tuned, else shipped) at each point of a run
+    with random kernels on `image`, and that method's time in the run against the best
+    eligible one: the decision alone, without the call's own overhead."""
+    from tensorconv import _autotune
+
+    out = []
+    pts = {}
+    for r in rows:
+        if (r.get("timing") == "kernel" and list(r["image"]) == list(image)
+                and r.get("kernel_kind", "random") == "random" and r.get("median_ms")
+                and not r["impl"].startswith("peer:") and r["impl"] != "auto"):
+            pts.setdefault((r["precision"], r["kernel"][0]), []).append(r)
+    for (prec, k), grp in sorted(pts.items(), key=lambda kv: (_porder(kv[0][0]), kv[0][1])):
+        if prec not in _bounds.MAPE_PCT:
+            continue
+        order, _, _, where = _autotune.rank(prec, (k, k), (image[0] + k - 1, image[1] + k - 1),
+                                            [r["impl"] for r in grp])
+        elig = [r for r in grp if _eligible(r)]
+        if not order or not elig:
+            continue
+        got = next(r for r in grp if r["impl"] == order[0])
+        best = min(elig, key=lambda r: r["median_ms"])
+        out.append({"precision": prec, "k": k, "pick": order[0], "pick_ms": got["median_ms"],
+                    "best": best["impl"], "best_ms": best["median_ms"],
+                    "ratio": got["median_ms"] / best["median_ms"], "model": where})
+    return out
+
+
+def replay_table(rows) -> list:
+    res = replay_auto(rows)
+    if not res:
+        return []
+    out = ["### auto's decision replayed on this run's times (the model in use now)", "",
+           f"Model: {res[0]['model'].split(';')[0]}", "",
+           "| precision | k | auto picks | its ms | best | best ms | ratio |",
+           "|---|---|---|---|---|---|---|"]
+    for r in res:
+        out.append(f"| {r['precision']} | {r['k']} | {r['pick']} | {r['pick_ms']:.4g} | "
+                   f"{r['best']} | {r['best_ms']:.4g} | {r['ratio']:.2f} |")
+    within = sum(r["ratio"] <= 1.10 for r in res)
+    out += ["", f"decision within 10 % of the best at {within} of {len(res)} points.", ""]
+    return out
+
+
+def u8_table(rows) -> list:
+    sel = [r for r in rows if r.get("part") == "kelefouras" and r.get("median_ms")]
+    if not sel:
+        return []
+    out = []
+    for case in sorted({r.get("kernel_kind") for r in sel}):
+        for k in sorted({r["kernel"][0] for r in sel}):
+            grp = [r for r in sel if r["kernel"][0] == k and r.get("kernel_kind") == case]
+            if not grp:
+                continue
+            sizes = sorted({tuple(r["image"]) for r in grp}, key=lambda s: s[0] * s[1])
+            out += [f"### kelefouras · {case} · k={k} (median ms; CPS = pixels/s in brackets)",
+                    "", "| impl | " + " | ".join(f"{w}x{h}" for h, w in sizes) + " |",
+                    "|---|" + "---|" * len(sizes)]
+            for impl in sorted({r["impl"] for r in grp}, key=_iorder):
+                cells = []
+                for s in sizes:
+                    r = next((r for r in grp if r["impl"] == impl and tuple(r["image"]) == s), None)
+                    cells.append("—" if r is None else
+                                 f"{r['median_ms']:.3g} [{s[0] * s[1] / r['median_ms'] / 1e6:.2g}G]")
+                out.append(f"| {impl} | " + " | ".join(cells) + " |")
+            out.append("")
+    return out
+
+
+def figures(doc: dict, out: Path, stem: str) -> list:
+    """PNG figures: per (part, size, timing): time against k, one panel per precision (Figs.
+    9-10; Kondo Figs. 4-6); Kelefouras: CPS against image size, one panel per k."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    rows = [r for r in doc["rows"] if r.get("median_ms") is not None]
+    files = []
+    # one colour and marker per impl across every panel and figure (20+ lines per panel)
+    colours = list(plt.get_cmap("tab20").colors) + list(plt.get_cmap("Dark2").colors)
+    markers = "os^vDP*Xhp<>"
+    impls = sorted({r["impl"] for r in rows}, key=_iorder)
+    style = {m: (colours[i % len(colours)], markers[i % len(markers)]) for i, m in enumerate(impls)}
+    for part in sorted({r.get("part", "") for r in rows}):
+        pr = [r for r in rows if r.get("part", "") == part]
+        if part == "kelefouras":
+            files += _u8_figure(plt, pr, out, stem, doc["device"])
+            continue
+        for timing in ("kernel", "end_to_end"):
+            for image in sorted({tuple(r["image"]) for r in pr}):
+                sel = [r for r in pr if tuple(r["image"]) == image and r["timing"] == timing]
+                if not sel or len({r["kernel"][0] for r in sel}) < 2:
+                    continue
+                precs = sorted({r["precision"] for r in sel}, key=_porder)
+                # a precision timed only for peers (Fig. 9's torch.fft fp32) joins the first
+                # panel, as the paper draws it, its precision in the label
+                guests = [p for p in precs[1:] if all(r["impl"].startswith("peer:")
+                                                      for r in sel if r["precision"] == p)]
+                precs = [p for p in precs if p not in guests]
+                cols = min(3, len(precs))
+                nrow = -(-len(precs) // cols)
+                fig, axes = plt.subplots(nrow, cols, figsize=(4.6 * cols + 1.5, 3.6 * nrow),
+                                         squeeze=False)
+                for ax, prec in zip(axes.flat, precs):
+                    shown = [(prec, "")] + ([(g, f" ({g})") for g in guests]
+                                            if prec == precs[0] else [])
+                    for impl, (p, tag) in sorted({(r["impl"], pt) for pt in shown for r in sel
+                                                  if r["precision"] == pt[0]},
+                                                 key=lambda x: (_iorder(x[0]), x[1])):
+                        for kind in sorted({r.get("kernel_kind", "random") for r in sel}):
+                            pts = sorted((r["kernel"][0], r["median_ms"]) for r in sel
+                                         if r["impl"] == impl and r["precision"] == p
+                                         and r.get("kernel_kind", "random") == kind)
+                            if not pts:
+                                continue
+                            lab = impl + tag + (f" ({kind})" if kind != "random" else "")
+                            colour, marker = style[impl]
+                            ax.plot(*zip(*pts), marker=marker, ms=3, lw=1.2, label=lab,
+                                    color=colour, ls="--" if impl.startswith("peer:") else
+                                    (":" if impl == "auto" else "-"))
+                    ax.set_title(prec)
+                    ax.set_yscale("log")
+                    ax.set_xlabel("kernel size k (k x k)")
+                    ax.set_ylabel(f"median ms ({timing})")
+                    ax.grid(alpha=0.3)
+                for ax in list(axes.flat)[len(precs):]:
+                    ax.axis("off")
+                handles, labels = {}, []
+                for ax in axes.flat:
+                    for h, l in zip(*ax.get_legend_handles_labels()):
+                        if l not in handles:
+                            handles[l] = h
+                            labels.append(l)
+                fig.legend([handles[l] for l in labels], labels, loc="center right", fontsize=7)
+                fig.suptitle(f"{part}: {image[0]}x{image[1]}, {timing} ({doc['device']})")
+                fig.tight_layout(rect=(0, 0, 1 - 1.5 / (4.6 * cols + 1.5), 1))
+                fn = out / f"{stem}_{part}_{image[0]}_{timing}.png"
+                fig.savefig(fn, dpi=100)
+                plt.close(fig)
+                files.append(fn)
+    return files
+
+
+def _u8_figure(plt, rows, out, stem, device):
+    ks = sorted({r["kernel"][0] for r in rows})
+    fig, axes = plt.subplots(1, len(ks), figsize=(4.2 * len(ks), 3.8), squeeze=False)
+    for ax, k in zip(axes.flat, ks):
+        for impl in sorted({r["impl"] for r in rows}, key=_iorder):
+            for case in sorted({r.get("kernel_kind") for r in rows}):
+                pts = sorted((r["image"][0] * r["image"][1] / 1e6,
+                              r["image"][0] * r["image"][1] / r["median_ms"] / 1e6)
+                             for r in rows if r["impl"] == impl and r["kernel"][0] == k
+                             and r.get("kernel_kind") == case)
+                if pts:
+                    ax.plot(*zip(*pts), marker="o", ms=2.5, label=f"{impl} ({case})",
+                            ls="--" if impl.startswith("peer:") else "-")
+        ax.set_title(f"k = {k}")
+        ax.set_xlabel("megapixels")
+        ax.set_ylabel("CPS (Gpixel/s)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle(f"simd_u8 vs peers, uint8 ({device})")
+    fig.tight_layout()
+    fn = out / f"{stem}_kelefouras.png"
+    fig.savefig(fn, dpi=100)
+    plt.close(fig)
+    return [fn]
+
+
+def write(doc: dict, out: Path, stem: str) -> list:
+    out.mkdir(parents=True, exist_ok=True)
+    js = out / f"{stem}.json"
+    js.write_text(json.dumps(doc, indent=1))
+    md = out / f"{stem}.md"
+    md.write_text(markdown(doc))
+    return [js, md] + figures(doc, out, stem)

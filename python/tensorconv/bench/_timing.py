@@ -1,0 +1,140 @@
+"""One timer for every row: CUDA events on the device (through PyTorch, else CuPy) with a sleep
+kernel queued first so the host's Python work stays out of the interval, wall clock on the host;
+warm-up calls, then the median of `runs`, fewer when one call is slow (the row says how many)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+L2_BYTES = 50 << 20  # inputs that fit are rotated so a run does not find the last one's in L2
+_NP = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
+
+
+class Device:
+    """The CUDA array library the bench times with: 'torch' or 'cupy' (None when neither can
+    reach a device)."""
+
+    def __init__(self):
+        self.lib = None
+        self.why = ""
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                self.lib, self.torch = "torch", torch
+                return
+            self.why = "torch sees no CUDA device"
+        except ImportError:
+            self.why = "torch is not installed"
+        try:
+            import cupy
+
+            cupy.cuda.runtime.getDeviceCount()
+            self.lib, self.cupy = "cupy", cupy
+        except Exception as e:  # not installed, or no device
+            self.why += f"; cupy: {type(e).__name__}: {e}"
+
+    def name(self) -> str:
+        if self.lib == "torch":
+            return self.torch.cuda.get_device_name()
+        props = self.cupy.cuda.runtime.getDeviceProperties(0)
+        return props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+
+    def to_device(self, a: np.ndarray, storage: str):
+        a = np.ascontiguousarray(a.astype(_NP[storage]))
+        if self.lib == "torch":
+            return self.torch.from_numpy(a).cuda()
+        return self.cupy.asarray(a)
+
+    def sync(self):
+        if self.lib == "torch":
+            self.torch.cuda.synchronize()
+        else:
+            self.cupy.cuda.runtime.deviceSynchronize()
+
+    def memory(self) -> tuple:
+        """(free bytes on the device, bytes the array library's pool holds)."""
+        self.sync()
+        if self.lib == "torch":
+            return self.torch.cuda.mem_get_info()[0], self.torch.cuda.memory_reserved()
+        return (self.cupy.cuda.runtime.memGetInfo()[0],
+                self.cupy.get_default_memory_pool().total_bytes())
+
+    def mape(self, out, ref) -> float | None:
+        """MAPE in percent (im2tensor eq. 20) of a device output against a float64 device
+        reference; None when the output is not finite."""
+        if self.lib == "torch":
+            t = self.torch
+            if not isinstance(out, t.Tensor):  # a CuPy peer's output: shared, not copied
+                out = t.as_tensor(out, device="cuda")
+            p = out.to(t.float64)
+            if not bool(t.isfinite(p).all()):
+                return None
+            rel = t.where(ref != 0, (p - ref).abs() / ref.abs().clamp_min(1e-300),
+                          t.zeros_like(ref))
+            return float(100.0 * rel.flatten().median())
+        cp = self.cupy
+        p = cp.asarray(out).astype(cp.float64)
+        if not bool(cp.isfinite(p).all()):
+            return None
+        rel = cp.where(ref != 0, cp.abs(p - ref) / cp.maximum(cp.abs(ref), 1e-300), 0.0)
+        return float(100.0 * cp.median(rel))
+
+    def events_ms(self, fn, n_calls: int, sleep_cycles: int = 1_000_000) -> list:
+        if self.lib == "torch":
+            t = self.torch
+            ev = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True))
+                  for _ in range(n_calls)]
+            for i, (a, b) in enumerate(ev):
+                t.cuda._sleep(sleep_cycles)  # the GPU waits here while Python enqueues fn
+                a.record()
+                fn(i)
+                b.record()
+            t.cuda.synchronize()
+            return [a.elapsed_time(b) for a, b in ev]
+        cp = self.cupy
+        ev = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(n_calls)]
+        for i, (a, b) in enumerate(ev):
+            a.record()
+            fn(i)
+            b.record()
+        cp.cuda.runtime.deviceSynchronize()
+        return [cp.cuda.get_elapsed_time(a, b) for a, b in ev]
+
+
+def plan_runs(first_s: float, runs: int, warm: int, row_cap_s: float) -> tuple:
+    """(runs, warm-ups) that keep one row under row_cap_s given one call's time."""
+    if first_s * (runs + warm) <= row_cap_s:
+        return runs, warm
+    return max(1, int(row_cap_s / max(first_s, 1e-9)) - 1), 0
+
+
+def time_device(dev: Device, fn, runs=20, warm=3, row_cap_s=10.0) -> tuple:
+    """(median ms, runs) of fn(i) on the device, CUDA events."""
+    dev.sync()
+    t = time.perf_counter()
+    fn(0)
+    dev.sync()
+    runs, warm = plan_runs(time.perf_counter() - t, runs, warm, row_cap_s)
+    for i in range(warm):
+        fn(i)
+    return statistics.median(dev.events_ms(fn, runs)), runs
+
+
+def time_host(fn, runs=20, warm=3, row_cap_s=10.0, sync=None) -> tuple:
+    """(median ms, runs) of fn(i), wall clock (sync() after each call, for device work)."""
+    def once(i):
+        t = time.perf_counter()
+        fn(i)
+        if sync:
+            sync()
+        return (time.perf_counter() - t) * 1e3
+
+    first = once(0)
+    runs, warm = plan_runs(first / 1e3, runs, warm, row_cap_s)
+    for i in range(warm):
+        once(i)
+    return statistics.median([once(i) for i in range(runs)]) if runs > 1 else first, runs

@@ -1,0 +1,237 @@
+"""python -m tensorconv.bench (console script tensorconv-bench): time every registry method and
+the peers on this machine, or reproduce a paper's evaluation with --preset, or tune 'auto'
+with --tune, or redraw the tables and figures of a results file with --report.
+
+  tensorconv-bench --preset im2tensor --out results/      # Tables 3-4, Figs 9-10 (GPU)
+  tensorconv-bench --preset kelefouras                     # the uint8 grid against OpenCV (CPU)
+  tensorconv-bench --sizes 1024 --kernels 3,15 --precisions fp32 --methods naive_shmem,fft
+  tensorconv-bench --tune                                  # cost model of 'auto' for this GPU
+  tensorconv-bench --report results/im2tensor_<device>.json [--readme README.md]
+
+Kernel timing: CUDA events around the public Plan's call on device arrays (a sleep kernel queued
+first keeps the host's Python work out), 3 warm-ups, median of 20 (fewer for a call slower than
+--row-cap-s / 23, said by the row's "runs"); end_to_end: NumPy in and out, wall clock."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+import tensorconv as tc
+
+from . import _peers, _presets, _report
+from ._sweep import Part, Sweep, grid_size
+from ._timing import Device
+
+
+def _ints(text: str, what: str) -> tuple:
+    """'3,15,25' or '1-60' or a mix."""
+    out = []
+    for tok in text.split(","):
+        tok = tok.strip()
+        m = re.fullmatch(r"(\d+)-(\d+)", tok)
+        try:
+            out += list(range(int(m[1]), int(m[2]) + 1)) if m else [int(tok)]
+        except (TypeError, ValueError):
+            raise SystemExit(f"tensorconv-bench: error: --{what} takes integers such as 3,15 or "
+                             f"1-60; got {text!r}") from None
+    if not out or min(out) < 1:
+        raise SystemExit(f"tensorconv-bench: error: --{what} must list positive integers")
+    return tuple(out)
+
+
+def _u8_sizes(text: str) -> tuple:
+    out = []
+    for tok in text.split(","):
+        m = re.fullmatch(r"(\d+)(?:x(\d+))?", tok.strip())
+        if not m:
+            raise SystemExit(f"tensorconv-bench: error: --sizes for kelefouras takes WxH such as "
+                             f"640x480; got {tok!r}")
+        w = int(m[1])
+        out.append((int(m[2]) if m[2] else w, w))
+    return tuple(out)
+
+
+def _choices(text: str, valid, what: str) -> tuple:
+    if text in ("all", ""):
+        return tuple(valid)
+    if text == "none":
+        return ()
+    got = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [t for t in got if t not in valid]
+    if bad:
+        raise SystemExit(f"tensorconv-bench: error: unknown {what} {', '.join(map(repr, bad))}; "
+                         f"valid {what}s: {', '.join(valid)}")
+    return got
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="tensorconv-bench", description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.split("\n")[3:]))
+    ap.add_argument("--preset", help="a paper's evaluation: " + ", ".join(_presets.PRESETS))
+    ap.add_argument("--sizes", help="square image sides, e.g. 1024,4096 (kelefouras: WxH list)")
+    ap.add_argument("--kernels", help="square kernel sides, e.g. 3,15,55 or 1-60")
+    ap.add_argument("--precisions", help="comma list or 'all': " + ", ".join(tc.PRECISIONS))
+    ap.add_argument("--methods", help="registry methods (and 'auto'), comma list or 'all'")
+    ap.add_argument("--peers", help="comma list, 'all' or 'none': " + ", ".join(_peers.PEERS))
+    ap.add_argument("--timing", choices=("kernel", "end_to_end", "both"),
+                    help="kernel: data on the device (the paper's rule); end_to_end: NumPy in "
+                         "and out (default: kernel; the separable preset: both)")
+    ap.add_argument("--out", default="tensorconv-bench-results", help="folder for JSON/MD/PNG")
+    ap.add_argument("--budget-s", type=float, default=900.0,
+                    help="stop starting new rows after this many seconds (default 900)")
+    ap.add_argument("--row-cap-s", type=float, default=10.0,
+                    help="time one row for at most about this long (default 10)")
+    ap.add_argument("--runs", type=int, default=20, help="timed calls per row (median)")
+    ap.add_argument("--tune", action="store_true",
+                    help="measure the cost model of method='auto' on this GPU and keep it in "
+                         "the user's cache directory (grid: --sizes, --kernels, --precisions)")
+    ap.add_argument("--report", metavar="JSON", help="only rewrite the Markdown and figures of "
+                    "a results file (no timing)")
+    ap.add_argument("--readme", metavar="MD", help="with --report: rewrite the block between "
+                    "<!-- bench-report:begin --> and <!-- bench-report:end --> in this file")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return ap
+
+
+def _progress(total: int, quiet: bool, desc: str):
+    if quiet:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="point")
+
+
+def main(argv=None) -> int:
+    a = parser().parse_args(argv)
+    if a.report:
+        return report(Path(a.report), Path(a.readme) if a.readme else None)
+    if a.preset is not None and a.preset not in _presets.PRESETS:
+        raise SystemExit(f"tensorconv-bench: error: unknown preset {a.preset!r}; valid presets: "
+                         + ", ".join(_presets.PRESETS))
+    if a.runs < 1:
+        raise SystemExit("tensorconv-bench: error: --runs must be at least 1")
+    methods_valid = _presets.correlate_methods() + ("auto",)
+    precisions = _choices(a.precisions or "all", tc.PRECISIONS, "precision")
+    methods = _choices(a.methods, methods_valid, "method") if a.methods else None
+    peers = _choices(a.peers, tuple(_peers.PEERS), "peer") if a.peers else None
+    timing = {"kernel": ("kernel",), "end_to_end": ("end_to_end",),
+              "both": ("kernel", "end_to_end"), None: None}[a.timing]
+    if a.tune:
+        from . import tune
+
+        kw = {}
+        if a.sizes:
+            kw["sizes"] = _ints(a.sizes, "sizes")
+        if a.kernels:
+            kw["kernels"] = _ints(a.kernels, "kernels")
+        try:
+            model = tune(precisions=precisions, budget_s=a.budget_s, progress=not a.no_progress,
+                         out=Path(a.out), **kw)
+        except ValueError as e:
+            raise SystemExit(f"tensorconv-bench: error: {e}") from None
+        print(f"cost model of {len(model['points'])} points saved to {model['path']}")
+        return 0
+
+    dev = Device()
+    if not tc.cuda_available() or dev.lib is None:
+        why = (tc._core.cuda_unavailable_reason() if not tc.cuda_available()
+               else f"no CUDA array library ({dev.why})")
+        print(f"GPU methods and peers are skipped: {why}", file=sys.stderr)
+        dev.lib = None
+    device_name = dev.name() if dev.lib else f"CPU {_report.cpu_model()}"
+    sweep = Sweep(dev, time.time() + a.budget_s, a.row_cap_s,
+                  log=lambda s: print(s, file=sys.stderr))
+    t0 = time.time()
+    if a.preset == "kelefouras":
+        sizes = _u8_sizes(a.sizes) if a.sizes else _presets.U8_SIZES
+        ks = _ints(a.kernels, "kernels") if a.kernels else (3, 5, 7, 9)
+        bar = _progress(len(sizes) * len(ks), a.no_progress, "kelefouras")
+        _presets.u8_sweep(sweep, sizes, ks, peers=("opencv",) if peers is None else peers,
+                          progress=bar)
+        parts = []
+    else:
+        if a.preset:
+            parts = _presets.PRESETS[a.preset]()
+        else:
+            parts = [Part("sweep", (1024,), (3, 15, 55), precisions,
+                          _presets.correlate_methods() + ("auto",), _presets.ALL_PEERS)]
+        for p in parts:
+            if a.sizes:
+                p.sizes = _ints(a.sizes, "sizes")
+            if a.kernels:
+                p.kernels = _ints(a.kernels, "kernels")
+            if a.precisions:
+                p.precisions = precisions
+            if methods is not None:
+                p.methods = methods
+            if peers is not None:
+                p.peers = peers
+            if timing:
+                p.timing = timing
+            p.runs = a.runs
+        bar = _progress(grid_size(parts), a.no_progress, a.preset or "bench")
+        for p in parts:
+            sweep.run(p, bar)
+    if bar is not None:
+        bar.close()
+    env = _report.environment(device_name)
+    doc = _report.document(env, sweep.rows, title=f"tensorconv-bench {a.preset or ''}".strip(),
+                           preset=a.preset, images=sweep.images,
+                           seconds=round(time.time() - t0, 1),
+                           skipped_for_time=sweep.skipped_for_time,
+                           notes=__doc__.split("\n\n")[-1].replace("\n", " "))
+    stem = f"{a.preset or 'bench'}_{_report.slug(device_name)}"
+    files = _report.write(doc, Path(a.out), stem)
+    if sweep.skipped_for_time:
+        print(f"budget of {a.budget_s:g} s reached: {sweep.skipped_for_time} points not timed",
+              file=sys.stderr)
+    print("wrote", *map(str, files))
+    return 0
+
+
+def report(path: Path, readme: Path | None) -> int:
+    import json
+
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"tensorconv-bench: error: cannot read {path}: {e}") from None
+    stem = path.stem
+    files = [path.with_suffix(".md")]
+    files[0].write_text(_report.markdown(doc))
+    files += _report.figures(doc, path.parent, stem)
+    if readme is not None:
+        readme_block(doc, readme, files)
+        files.append(readme)
+    print("wrote", *map(str, files))
+    return 0
+
+
+def readme_block(doc: dict, readme: Path, files) -> None:
+    """The README's speed figure and table: the 4096² kernel-time figure and, per precision,
+    the fastest method of the run beside auto's pick."""
+    begin, end = "<!-- bench-report:begin -->", "<!-- bench-report:end -->"
+    text = readme.read_text()
+    if begin not in text or end not in text:
+        raise SystemExit(f"tensorconv-bench: error: {readme} has no {begin} ... {end} block")
+    figs = [f for f in files if f.suffix == ".png" and "table3" in f.name] or \
+        [f for f in files if f.suffix == ".png"]
+    lines = [begin, ""]
+    for f in figs[:1]:
+        try:
+            rel = f.resolve().relative_to(readme.resolve().parent)
+        except ValueError:
+            rel = f
+        lines += [f"![kernel time against kernel size, {doc['device']}]({rel.as_posix()})", ""]
+    lines += _report.auto_table(doc["rows"])
+    lines += [f"Generated by `tensorconv-bench --report {files[0].with_suffix('.json').name}` "
+              f"from the run of {doc['created']} on {doc['device']}.", "", end]
+    head, rest = text.split(begin, 1)
+    readme.write_text(head + "\n".join(lines) + rest.split(end, 1)[1])

@@ -1,0 +1,116 @@
+"""python -m tensorconv.bench and python -m tensorconv.accuracy on the CPU: bad input names the
+valid choices (no traceback), a small sweep writes design.md's JSON with its tables and figures,
+the u8 preset runs against OpenCV, --report redraws from a results file and fills the README
+block, and a missing peer library is one line."""
+
+import json
+
+import numpy as np
+import pytest
+
+import tensorconv as tc
+from tensorconv.bench import _peers, _report
+from tensorconv.bench.cli import main
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--preset", "nope"], "valid presets: im2tensor, kondo, kelefouras, separable"),
+    (["--methods", "nope"], "valid methods: direct"),
+    (["--precisions", "fp8"], "valid precisions: fp16, fp16fp32"),
+    (["--peers", "matlab"], "valid peers: torch_conv2d"),
+    (["--kernels", "a,b"], "--kernels takes integers"),
+])
+def test_bad_input_names_the_choices(args, needle, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(args + ["--no-progress"])
+    assert needle in str(e.value)
+
+
+def test_small_cpu_sweep(tmp_path, capsys):
+    assert main(["--sizes", "48", "--kernels", "3,5", "--precisions", "fp32,fp64", "--methods",
+                 "direct,fft_cpu,auto", "--peers", "scipy_signal,scipy_ndimage",
+                 "--out", str(tmp_path), "--no-progress", "--runs", "3"]) == 0
+    files = sorted(p.name for p in tmp_path.iterdir())
+    js = next(tmp_path.glob("bench_*.json"))
+    doc = json.loads(js.read_text())
+    for key in ("device", "created", "tensorconv", "versions", "rows"):
+        assert key in doc
+    assert doc["versions"]["numpy"] == np.__version__
+    impls = {r["impl"] for r in doc["rows"]}
+    assert {"direct", "fft_cpu", "auto", "peer:scipy_signal"} <= impls
+    for r in doc["rows"]:
+        assert r["median_ms"] > 0 and r["runs"] == 3, r
+        assert r["image"] == [48, 48] and r["kernel"][0] in (3, 5)
+    direct = [r for r in doc["rows"] if r["impl"] == "direct" and r["precision"] == "fp64"]
+    assert all(r["mape_pct"] < 1e-10 for r in direct)
+    md = next(tmp_path.glob("bench_*.md")).read_text()
+    assert "| impl | k=3 | k=5 |" in md and "auto within 10 %" in md
+    assert any(f.endswith(".png") for f in files) or pytest.importorskip("matplotlib") is None
+
+
+def test_missing_peer_is_one_line(monkeypatch, capsys):
+    monkeypatch.setitem(_peers.PEER_MODULE, "opencv", "no_such_module_tc")
+    lines = []
+    assert _peers.usable(["opencv", "scipy_signal"], lines.append) == ["scipy_signal"]
+    assert len(lines) == 1 and lines[0].startswith("peer opencv skipped: no_such_module_tc")
+
+
+def test_kelefouras_preset_small(tmp_path):
+    pytest.importorskip("cv2", reason="OpenCV is the preset's peer")
+    assert main(["--preset", "kelefouras", "--sizes", "64x48", "--kernels", "3", "--out",
+                 str(tmp_path), "--no-progress"]) == 0
+    doc = json.loads(next(tmp_path.glob("kelefouras_*.json")).read_text())
+    ours = [r for r in doc["rows"] if r["impl"] == "simd_u8"]
+    assert ours and all(r["image"] == [48, 64] and r["precision"] == "uint8" for r in ours)
+    assert all(r["max_abs_diff_vs_opencv"] <= 1 for r in ours)
+    assert {r["impl"] for r in doc["rows"]} == {"simd_u8", "peer:opencv"}
+
+
+def test_report_and_readme_block(tmp_path):
+    rows = []
+    for impl, ms in (("naive_shmem", 1.0), ("fft", 0.5), ("auto", 0.52),
+                     ("im2tensor_atomic", 0.1)):
+        rows.append({"impl": impl, "precision": "fp32", "image": [4096, 4096], "kernel": [55, 55],
+                     "kernel_kind": "random", "timing": "kernel", "median_ms": ms, "runs": 20,
+                     "mape_pct": 1e-6, "part": "table3", "extra_bytes": 0,
+                     **({"chose": "fft"} if impl == "auto" else {})})
+    doc = {"device": "Test GPU", "created": "2026-11-25T00:00:00+00:00", "tensorconv": "0",
+           "rows": rows}
+    js = tmp_path / "im2tensor_test.json"
+    js.write_text(json.dumps(doc))
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- bench-report:begin -->\nold\n<!-- bench-report:end -->\nb\n")
+    assert main(["--report", str(js), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "old" not in text and text.startswith("a\n") and text.endswith("b\n")
+    assert "| 4096 | fp32 | 55 | random | 0.52 (fft) | fft | 0.5 | 1.04 |" in text
+    assert "auto within 10 % of the best at 1 of 1 points." in text
+    res = _report.auto_rows(rows)
+    assert res[0]["best"] == "fft" and res[0]["fastest"] == "im2tensor_atomic"
+
+
+def test_tune_option_without_gpu(capsys):
+    if tc.cuda_available():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(SystemExit, match="tensorconv-bench: error: tune.. times methods on a CUDA"):
+        main(["--tune", "--no-progress"])
+
+
+def test_accuracy_cli_bad_input():
+    from tensorconv.accuracy.cli import main as acc
+
+    with pytest.raises(SystemExit, match="valid methods: direct"):
+        acc(["--methods", "nope"])
+    with pytest.raises(SystemExit, match="valid precisions"):
+        acc(["--precisions", "fp8"])
+
+
+def test_accuracy_cli_small(tmp_path, usc_images):
+    from tensorconv.accuracy.cli import main as acc
+
+    assert acc(["--methods", "direct", "--precisions", "fp64", "--kernels", "3",
+                "--out", str(tmp_path), "--no-progress"]) == 0
+    doc = json.loads((tmp_path / "accuracy.json").read_text())
+    (row,) = doc["rows"]
+    assert row["images"] == 39 and row["mape_median"] <= row["bound"]
+    assert "| direct | fp64 |" in (tmp_path / "accuracy.md").read_text()
