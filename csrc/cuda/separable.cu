@@ -26,6 +26,7 @@
 #include "precision.cuh"
 #include "sliding.cuh"
 #include "band_mma.cuh"
+#include "nonfinite.cuh"
 
 namespace tc {
 namespace cuda {
@@ -101,14 +102,18 @@ __global__ void __launch_bounds__(BX* BY)
 
 // One result of term q: added to the running sum of the earlier terms (unless FIRST), written
 // in the storage type to `out` (LAST) or back to the running sum.
+// A non-finite final result flags the plan's NonfiniteRepair (the r terms' zero factors meet
+// inf: 0 x inf = NaN, and +inf / -inf terms cancel into NaN where scipy has inf).
 template <Precision P, bool FIRST, bool LAST>
 __device__ __forceinline__ void emit(typename Prec<P>::Elem v, typename Prec<P>::Elem* sum,
-                                     typename Prec<P>::Store* out) {
+                                     typename Prec<P>::Store* out, int* nf) {
   if (!FIRST) v = Prec<P>::add_elem(v, *sum);
-  if (LAST)
+  if (LAST) {
     __stcs(out, Prec<P>::store(v));  // streamed: not read again here
-  else
+    mark_nonfinite(nf, v);
+  } else {
     *sum = v;
+  }
 }
 
 // ---- column pass ---------------------------------------------------------------------------
@@ -119,7 +124,7 @@ __global__ void __launch_bounds__(BX* BY)
     column_pass(const typename Prec<P>::Elem* __restrict__ ring, int ring_rows, int ow, int y0,
                 int y1, int t_end, typename Prec<P>::Elem* sum, std::int64_t sum_stride,
                 typename Prec<P>::Store* out, std::int64_t out_stride,
-                const typename Prec<P>::Vec* __restrict__ a, int kh) {
+                const typename Prec<P>::Vec* __restrict__ a, int kh, int* nf) {
   using T = Prec<P>;
   using Vec = typename T::Vec;
   constexpr int R = rows_per_thread<P>(), OH = BY * R, W = T::W;
@@ -158,7 +163,7 @@ __global__ void __launch_bounds__(BX* BY)
         const int x = xb + tx + l * BX;
         if (x >= ow) continue;
         emit<P, FIRST, LAST>(T::lane(acc[r], l), sum + y * sum_stride + x,
-                             out + y * out_stride + x);
+                             out + y * out_stride + x, nf);
       }
     }
   }
@@ -256,6 +261,7 @@ struct FusedArgs {
   std::int64_t out_stride;
   int kh, kw;
   bool first, last, async;  // first / last term; rows 16-byte aligned (cp.async staging)
+  int* nf;                  // NonfiniteRepair's flag (emit marks non-finite final results)
 };
 
 // nd: band chunks of the tensor-core passes (RM / CM: row / column pass MMA, void for FFMAs).
@@ -448,7 +454,8 @@ template <Precision P, class Acc, int G>
 __device__ __forceinline__ void emit_band(const Acc (&acc)[G][4], int x, int y,
                                           int rows, int ow, bool first, bool last, bool full,
                                           typename Prec<P>::Elem* sum, std::int64_t sum_stride,
-                                          typename Prec<P>::Store* out, std::int64_t out_stride) {
+                                          typename Prec<P>::Store* out, std::int64_t out_stride,
+                                          int* nf) {
   using Vec = typename Prec<P>::Vec;
   dispatch_term(first, last, full, [&](auto f, auto l, auto fl) {
     constexpr bool F = decltype(f)::value, L = decltype(l)::value, FULL = decltype(fl)::value;
@@ -461,7 +468,7 @@ __device__ __forceinline__ void emit_band(const Acc (&acc)[G][4], int x, int y,
         const int dy = e & 1, dx = 8 * (e >> 1);
         if (FULL || (8 * p + dy < rows && x + dx < ow))
           emit<P, F, L>(static_cast<Vec>(acc[p][e]), sm + dy * sum_stride + dx,
-                        o + dy * out_stride + dx);
+                        o + dy * out_stride + dx, nf);
       }
       o += 8 * out_stride;
       sm += 8 * sum_stride;
@@ -609,7 +616,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
       const int yl = 32 * wo + 2 * fq;
       emit_band<P>(acc, xb + 16 * wl + fg, y + yl, rows_left - yl, args.ow, args.first, args.last,
                    rows_left >= FOH && xb + FW <= args.ow, args.sum, args.sum_stride, args.out,
-                   args.out_stride);
+                   args.out_stride, args.nf);
     } else {
       Vec acc[FR];
 #pragma unroll
@@ -626,7 +633,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
           Vec* sm = args.sum + static_cast<std::int64_t>(y0) * args.sum_stride + x;
 #pragma unroll
           for (int j = 0; j < FR; ++j) {
-            if (decltype(full)::value || j < rows) emit<P, F, L>(acc[j], sm, o);
+            if (decltype(full)::value || j < rows) emit<P, F, L>(acc[j], sm, o, args.nf);
             o += args.out_stride;
             sm += args.sum_stride;
           }
@@ -788,7 +795,7 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
       }
       emit_band<P>(acc, xb + 16 * w + fg, y + 2 * fq, rows_left - 2 * fq, args.ow, args.first,
                    args.last, rows_left >= FOH && xb + FW <= args.ow, args.sum, args.sum_stride,
-                   args.out, args.out_stride);
+                   args.out, args.out_stride, args.nf);
       if (s + ws::kDepth < steps) ws::bar_arrive(ws::kEmpty + s % ws::kDepth, ws::kThreads);
     }
   }
@@ -902,7 +909,12 @@ constexpr int kMaxSvd = 512;  // larger kernels skip the O(n^3) SVD and use the 
 Terms decompose(const double* k, int kh, int kw, Precision p) {
   Terms t;
   const int full = std::min(kh, kw);
-  if (full <= kMaxSvd && full > 1) {
+  // A NaN/inf coefficient takes the exact rows (no SVD of it): every output is then non-finite
+  // and NonfiniteRepair recomputes it.
+  bool finite = true;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(kh) * kw; ++i)
+    finite = finite && std::isfinite(k[i]);
+  if (finite && full <= kMaxSvd && full > 1) {
     const bool tall = kh >= kw;  // SVD of K (tall) or K^T, so that m >= n
     const int m = tall ? kh : kw, n = tall ? kw : kh;
     std::vector<double> A(static_cast<std::size_t>(m) * n), V, s;
@@ -966,7 +978,7 @@ class SeparablePlan final : public CudaPlan {
   static constexpr bool kSumInOut = std::is_same<typename T::Store, Elem>::value;
 
  public:
-  explicit SeparablePlan(const PlanRequest& r) : CudaPlan(r) {
+  explicit SeparablePlan(const PlanRequest& r) : CudaPlan(r), nf_(r) {
     const Terms t = decompose(r.kernel, static_cast<int>(r.kh), static_cast<int>(r.kw), P);
     r_ = t.r;
     upload_coefficients<P>(t.a.data(), static_cast<std::int64_t>(t.a.size()), a_);
@@ -1085,6 +1097,7 @@ class SeparablePlan final : public CudaPlan {
     const int ring_rows = static_cast<int>(ring_rows_);
     Elem* sum = kSumInOut ? reinterpret_cast<Elem*>(out.data) : sum_.get<Elem>();
     const std::int64_t sum_stride = kSumInOut ? out.row_stride : ow;
+    nf_.arm(stream);
     if constexpr (T::W == 1) {
       if (fused_) {
         const int seg = static_cast<int>(
@@ -1097,10 +1110,11 @@ class SeparablePlan final : public CudaPlan {
           const FusedArgs<P> args{in.ptr<typename T::Store>(), in.row_stride,
                                   static_cast<int>(in.rows), static_cast<int>(in.cols), oh, ow,
                                   seg, sum, sum_stride, out.ptr<typename T::Store>(),
-                                  out.row_stride, kh, kw, q == 0, q == r_ - 1, async};
+                                  out.row_stride, kh, kw, q == 0, q == r_ - 1, async, nf_.flag()};
           kern_<<<grid, dim3(BX, block_y_), smem_, stream>>>(args, coef_[q]);
           TC_CUDA_LAUNCH_CHECK();
         }
+        nf_.run(in, out, stream, true);
         return;
       }
     }
@@ -1124,7 +1138,7 @@ class SeparablePlan final : public CudaPlan {
         auto launch = [&](auto kern) {
           kern<<<cgrid, block, col_smem, stream>>>(ring_.get<Elem>(), ring_rows, ow, y0, y1, need,
                                                    sum, sum_stride, out.ptr<typename T::Store>(),
-                                                   out.row_stride, a, kh);
+                                                   out.row_stride, a, kh, nf_.flag());
           TC_CUDA_LAUNCH_CHECK();
         };
         const bool first = q == 0, last = q == r_ - 1;
@@ -1134,6 +1148,7 @@ class SeparablePlan final : public CudaPlan {
         else launch(column_pass<P, false, false>);
       }
     }
+    nf_.run(in, out, stream, true);
   }
 
  private:
@@ -1145,6 +1160,7 @@ class SeparablePlan final : public CudaPlan {
   DeviceBuffer a_, b_, ring_, sum_;
   typename FusedPtr<P>::type kern_ = nullptr;
   std::vector<FusedCoef<Elem>> coef_;  // one per term
+  NonfiniteRepair nf_;
 };
 
 }  // namespace
