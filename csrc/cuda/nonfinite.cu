@@ -15,25 +15,37 @@ template <> __device__ __forceinline__ __half from_f64<__half>(double v) {
   return __double2half(v);
 }
 
-// Grid-stride over the output rows (blockIdx.y) and columns; a thread whose output is not
-// finite sums its window in float64.
+// Grid-stride over the output rows (blockIdx.y) and 32-column segments, one warp per segment
+// (warp-uniform loops: every lane takes part in the ballots and shuffles). The warp sums the
+// window of each non-finite output of its segment in float64, lanes over the kh * kw taps, then
+// one shuffle reduction: a thread alone took ~0.3 ms for 55x55 windows on the H100.
 template <class S>
 __global__ void __launch_bounds__(256)
     repair_kernel(const int* __restrict__ flag, const S* __restrict__ in, long long in_ld,
                   S* __restrict__ out, long long out_ld, int oh, int ow,
                   const double* __restrict__ k, int kh, int kw) {
   if (flag != nullptr && *flag == 0) return;
+  const int lane = threadIdx.x & 31, wpb = blockDim.x >> 5;
+  const int first = (blockIdx.x * wpb + (threadIdx.x >> 5)) * 32, step = gridDim.x * wpb * 32;
   for (int y = blockIdx.y; y < oh; y += gridDim.y) {
     S* orow = out + static_cast<long long>(y) * out_ld;
-    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < ow; x += gridDim.x * blockDim.x) {
-      if (!nonfinite(orow[x])) continue;
-      double s = 0.0;
-      for (int u = 0; u < kh; ++u) {
-        const S* row = in + static_cast<long long>(y + u) * in_ld + x;
-        const double* kr = k + static_cast<long long>(u) * kw;
-        for (int v = 0; v < kw; ++v) s = fma(to_f64(row[v]), kr[v], s);
+    const S* irow = in + static_cast<long long>(y) * in_ld;
+    for (int x0 = first; x0 < ow; x0 += step) {
+      const int x = x0 + lane;
+      unsigned bad = __ballot_sync(0xffffffffu, x < ow && nonfinite(orow[x]));
+      while (bad != 0u) {
+        const int xb = x0 + __ffs(bad) - 1;
+        bad &= bad - 1u;
+        double s = 0.0;
+        int u = lane / kw, v = lane - u * kw;  // tap lane, lane + 32, ... in row-major order
+        while (u < kh) {
+          s = fma(to_f64(irow[static_cast<long long>(u) * in_ld + xb + v]),
+                  k[static_cast<long long>(u) * kw + v], s);
+          for (v += 32; v >= kw; v -= kw) ++u;
+        }
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) orow[xb] = from_f64<S>(s);
       }
-      orow[x] = from_f64<S>(s);
     }
   }
 }
