@@ -144,3 +144,29 @@ def test_out_of_memory_names_bytes_and_next_call_works():
         out = tc.correlate2d(image, kernel, "valid", method=method, precision="fp32")
         ref = scipy.signal.correlate2d(image, kernel, "valid")
         assert relative_l2(out, ref) <= rel_l2_bound(method, "fp32")
+
+
+@pytest.mark.parametrize("method,precision,shape,kshape", [
+    ("im2tensor", "fp32", (100, 8192), (5, 130)),          # P: 5 MB a row -> 32-row bands
+    ("im2tensor_shmem", "fp16fp32", (100, 16384), (7, 70)),
+    ("im2tensor_fused", "fp32", (100, 400_000), (5, 70)),  # WMMA path's C
+    ("im2tensor_fused", "fp64", (80, 300_000), (3, 9)),
+    ("fir_dki", "fp16fp32", (70, 2_200_000), (3, 70)),     # two kernel blocks' float sums
+])
+def test_banded_runs_are_exact(method, precision, shape, kshape):
+    """Images whose workspace passes the 256 MB cap run in bands of output rows: the result
+    equals naive_shmem's (float64 on the same stored values) within the method's bound."""
+    cp = pytest.importorskip("cupy")
+    m = {x.name: x for x in tc.methods()}[method]
+    if not m.available:
+        pytest.skip(m.reason)
+    rng = np.random.default_rng(9)
+    kernel = rng.standard_normal(kshape)
+    p = tc.plan(kernel, shape, mode="valid", method=method, precision=precision)
+    assert 0 < p.workspace_bytes <= 320 << 20  # the cap, or one 32-row block a little over it
+    x = cp.asarray(rng.standard_normal(shape)).astype(p.storage)
+    got = cp.asnumpy(cp.asarray(p(x), dtype=cp.float64))
+    ref = cp.asnumpy(tc.correlate2d(x.astype(cp.float64), kernel, "valid", method="naive_shmem",
+                                    precision="fp64"))
+    assert relative_l2(got, ref) <= rel_l2_bound(method, precision)
+    assert np.isfinite(got).all()
