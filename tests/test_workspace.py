@@ -37,7 +37,7 @@ def _auto_choices():
     # fp64 is left out: a 32768² float64 image and its output alone take 17 GB
     for p in ("fp16", "fp16fp32", "bf16", "tf32", "fp32"):
         for name, k in _kernels().items():
-            picks.add((_api.choose_method(p, True, kernel=k), p, name))
+            picks.add((_api.choose_method(p, True, kernel=k, image_shape=(SIDE, SIDE)), p, name))
     return sorted(picks)
 
 
