@@ -2,6 +2,7 @@
 
     compute-sanitizer --tool memcheck  python tests/sanitize_gpu.py
     compute-sanitizer --tool racecheck python tests/sanitize_gpu.py
+    compute-sanitizer --tool memcheck  python tests/sanitize_gpu.py nonfinite   # repair only
 
 Small shapes chosen to reach tile edges, the W = 2 (half2) lane edges, every naive_shmem
 coefficient tier, separable's first/middle/last passes and its banded ring, fft's padded,
@@ -32,6 +33,8 @@ def main():
     rng = np.random.default_rng(0)
     rows = {m.name: m for m in tc.methods()}
     ok = True
+    if sys.argv[1:] == ["nonfinite"]:  # only the NaN/inf repair section below
+        return nonfinite(rng)
     for name in ("naive", "naive_shmem", "separable", "fft"):
         for p in rows[name].precisions:
             ok &= check(name, p, rng.standard_normal((37, 71)), rng.standard_normal((5, 4)))
@@ -101,6 +104,24 @@ def main():
             for ishape, kshape in (((37, 71), (5, 4)), ((60, 300), (20, 35)),
                                    ((80, 200), (70, 130))):
                 ok &= check(name, p, rng.standard_normal(ishape), rng.standard_normal(kshape))
+    return nonfinite(rng, ok)
+
+
+def nonfinite(rng, ok=True):
+    """NaN/inf repair (csrc/cuda/nonfinite.*): flagged epilogues (im2tensor_fused's mma path,
+    fir, separable's terms) and the unflagged full test (im2tensor's Tr+ pass, cublas)."""
+    img = rng.random((90, 150))
+    img[5, 7], img[60, 100], img[89, 149] = np.nan, np.inf, -np.inf
+    for name, p, kshape in (("im2tensor_fused", "fp16fp32", (9, 20)), ("im2tensor", "fp32", (7, 7)),
+                            ("im2tensor_cublas", "fp64", (5, 6)), ("fir_dki", "bf16", (9, 70)),
+                            ("separable", "fp16", (5, 7)), ("separable", "fp32", (9, 9))):
+        k = rng.uniform(0.25, 1.0, kshape) * np.where(rng.random(kshape) < 0.5, -1, 1)
+        out = np.asarray(tc.correlate2d(img, k, "full", method=name, precision=p), np.float64)
+        ref = scipy.signal.correlate2d(img, k, "full")
+        same = bool(np.array_equal(np.isnan(out), np.isnan(ref)) and
+                    np.array_equal(np.isinf(out), np.isinf(ref)))
+        print(f"{name:16s} {p:9s} non-finite repair: {'ok' if same else 'FAIL'}", flush=True)
+        ok &= same
     print("ALL OK" if ok else "SOME FAILED")
     return 0 if ok else 1
 

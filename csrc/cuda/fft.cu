@@ -11,6 +11,12 @@
 // from its largest magnitude, and the kernel's spectrum (computed in fp32) by a power of two from
 // sum|k|; the crop undoes both exactly. Complex data (fp32/fp64) runs C2C transforms
 // (FftComplexPlan, below).
+//
+// Workspace: where the whole-image transform would need more than kFftCapBytes (8192^2 fp32 and
+// up), real images run by overlap-save instead: tiles of T x T (T = 2048, or 4x the kernel) at
+// a stride of T - k + 1, gathered in batches of B tiles, one batched R2C / product / C2R per
+// batch, each tile's valid T - k + 1 square scattered to the output. The kernel spectrum is then
+// T x (T/2 + 1), and the workspace O(B T^2) whatever the image size.
 #include <cufft.h>
 #include <cufftXt.h>
 
@@ -91,14 +97,15 @@ class CufftPlan {
   }
   CufftPlan(const CufftPlan&) = delete;
   CufftPlan& operator=(const CufftPlan&) = delete;
+  // batch transforms of contiguous n0 x n1 arrays (out-of-place: dense input and output).
   std::size_t make(long long n0, long long n1, cudaDataType in, cudaDataType out,
-                   cudaDataType exec, bool own_work) {
+                   cudaDataType exec, bool own_work, long long batch = 1) {
     TC_CUFFT_CHECK(cufftCreate(&h_));
     if (own_work) TC_CUFFT_CHECK(cufftSetAutoAllocation(h_, 0));
     long long n[2] = {n0, n1};
     std::size_t ws = 0;
-    TC_CUFFT_CHECK(cufftXtMakePlanMany(h_, 2, n, nullptr, 1, 0, in, nullptr, 1, 0, out, 1, &ws,
-                                       exec));
+    TC_CUFFT_CHECK(cufftXtMakePlanMany(h_, 2, n, nullptr, 1, 0, in, nullptr, 1, 0, out, batch,
+                                       &ws, exec));
     return ws;
   }
   cufftHandle get() const { return h_; }
@@ -202,6 +209,75 @@ __global__ void crop_kernel(const typename Fft<P>::Real* __restrict__ buf, int m
     }
 }
 
+// ---- overlap-save tiles (images whose whole transform passes kFftCapBytes) ----
+// Batch slot b (blockIdx.z) holds tile t0 + b: image rows oy.. and columns ox.. of an n x m tile
+// (tiles of the grid `tiles_x` wide, origins at multiples of the strides sh, sw), zero outside
+// the image and for slots past the last tile.
+struct TileGrid {
+  int n, m, sh, sw, tiles, tiles_x;
+  __device__ bool origin(int t, int& oy, int& ox) const {
+    if (t >= tiles) return false;
+    oy = (t / tiles_x) * sh;
+    ox = (t % tiles_x) * sw;
+    return true;
+  }
+};
+
+template <Precision P>
+__global__ void tile_gather_kernel(const typename Prec<P>::Store* __restrict__ in,
+                                   std::int64_t stride, int ih, int iw,
+                                   typename Fft<P>::Real* __restrict__ buf, TileGrid tg, int t0,
+                                   const unsigned* amax_bits) {
+  const float s = image_scale(amax_bits, double(tg.n) * tg.m);
+  int oy = 0, ox = 0;
+  const bool live = tg.origin(t0 + static_cast<int>(blockIdx.z), oy, ox);
+  typename Fft<P>::Real* dst = buf + static_cast<std::int64_t>(blockIdx.z) * tg.n * tg.m;
+  for (int y = blockIdx.y; y < tg.n; y += gridDim.y)
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < tg.m; x += gridDim.x * blockDim.x) {
+      typename Fft<P>::Real v = 0;
+      const int gy = oy + y, gx = ox + x;
+      if (live && gy < ih && gx < iw) {
+        if constexpr (Fft<P>::scaled)
+          v = __float2half_rn(__half2float(in[gy * stride + gx]) * s);
+        else
+          v = static_cast<typename Fft<P>::Real>(in[gy * stride + gx]);
+      }
+      dst[static_cast<std::int64_t>(y) * tg.m + x] = v;
+    }
+}
+
+// Every batch slot's spectrum (nk values each, blockIdx.y = slot) times the kernel's.
+template <class Cplx>
+__global__ void multiply_tiles_kernel(Cplx* __restrict__ x, const Cplx* __restrict__ k,
+                                      std::int64_t nk) {
+  Cplx* xs = x + static_cast<std::int64_t>(blockIdx.y) * nk;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < nk;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    xs[i] = cmul(xs[i], k[i]);
+}
+
+template <Precision P>
+__global__ void tile_scatter_kernel(const typename Fft<P>::Real* __restrict__ buf, TileGrid tg,
+                                    int t0, typename Prec<P>::Store* __restrict__ out,
+                                    std::int64_t stride, int oh, int ow,
+                                    const unsigned* amax_bits, float kscale) {
+  const double nm = double(tg.n) * tg.m;
+  float undo = 1.f;
+  if constexpr (Fft<P>::scaled) undo = 1.f / (image_scale(amax_bits, nm) * kscale * float(nm));
+  int oy = 0, ox = 0;
+  if (!tg.origin(t0 + static_cast<int>(blockIdx.z), oy, ox)) return;
+  const typename Fft<P>::Real* src = buf + static_cast<std::int64_t>(blockIdx.z) * tg.n * tg.m;
+  const int rows = min(tg.sh, oh - oy), cols = min(tg.sw, ow - ox);
+  for (int y = blockIdx.y; y < rows; y += gridDim.y)
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < cols; x += gridDim.x * blockDim.x) {
+      const auto v = src[static_cast<std::int64_t>(y) * tg.m + x];
+      if constexpr (Fft<P>::scaled)
+        out[(oy + y) * stride + ox + x] = __float2half_rn(__half2float(v) * undo);
+      else
+        out[(oy + y) * stride + ox + x] = static_cast<typename Prec<P>::Store>(v);
+    }
+}
+
 // conj(F) * scale, into the plan's complex type.
 template <class Src, class Cplx>
 __global__ void finish_spectrum_kernel(const Src* __restrict__ f, Cplx* __restrict__ k,
@@ -215,6 +291,12 @@ __global__ void finish_spectrum_kernel(const Src* __restrict__ f, Cplx* __restri
                   static_cast<decltype(Cplx::x)>(-f[i].y * scale)};
   }
 }
+
+// Whole-image transforms up to this much device memory (8192^2 fp32 takes tiles), tiles of
+// kTile^2, kFftBatchBytes of tile buffers per batch.
+constexpr std::size_t kFftCapBytes = std::size_t(1) << 30;
+constexpr std::int64_t kTile = 2048;
+constexpr std::int64_t kFftBatchBytes = std::int64_t(512) << 20;
 
 dim3 grid2d(std::int64_t cols, std::int64_t rows) {
   return dim3(std::max(1, std::min(ceil_div(cols, 256), 64)),
@@ -237,13 +319,16 @@ class FftPlan final : public CudaPlan {
     mc_ = m_ / 2 + 1;
     if (n_ > 0x7fffffff / 2 || m_ > 0x7fffffff / 2)
       throw ValueError("image too large for the fft method");
+    // Whole-image buffers + cuFFT's work area (about one spectrum) against the cap: else tiles.
+    const double whole = double(n_) * m_ * sizeof(Real) + 3.0 * double(n_) * mc_ * sizeof(Cplx);
+    if (whole > double(kFftCapBytes)) plan_tiles(r, pow2);
     // Our buffers first: an impossible size fails here as MemoryError naming the bytes.
-    real_.reset(n_ * m_ * sizeof(Real));
-    spec_.reset(n_ * mc_ * sizeof(Cplx));
+    real_.reset(batch_ * n_ * m_ * sizeof(Real));
+    spec_.reset(batch_ * n_ * mc_ * sizeof(Cplx));
     kspec_.reset(n_ * mc_ * sizeof(Cplx));
     if (F::scaled) amax_.reset(sizeof(unsigned));
-    const std::size_t ws_f = fwd_.make(n_, m_, F::rtype, F::ctype, F::ctype, true);
-    const std::size_t ws_i = inv_.make(n_, m_, F::ctype, F::rtype, F::ctype, true);
+    const std::size_t ws_f = fwd_.make(n_, m_, F::rtype, F::ctype, F::ctype, true, batch_);
+    const std::size_t ws_i = inv_.make(n_, m_, F::ctype, F::rtype, F::ctype, true, batch_);
     work_.reset(std::max(ws_f, ws_i));  // the two transforms run in turn: one work area
     TC_CUFFT_CHECK(cufftSetWorkArea(fwd_.get(), work_.get()));
     TC_CUFFT_CHECK(cufftSetWorkArea(inv_.get(), work_.get()));
@@ -266,6 +351,10 @@ class FftPlan final : public CudaPlan {
                                                                ih, iw, amax_.get<unsigned>());
       TC_CUDA_LAUNCH_CHECK();
       amax = amax_.get<unsigned>();
+    }
+    if (tg_.tiles > 0) {
+      run_tiles(in, out, stream, amax);
+      return;
     }
     // The image itself is the transform's input when it already has the transform's shape.
     const bool direct = std::is_same<Real, Store>::value && !F::scaled && ih == n && iw == m &&
@@ -291,6 +380,55 @@ class FftPlan final : public CudaPlan {
   }
 
  private:
+  // Overlap-save geometry: square tiles of kTile (4x the kernel if larger), as many per batch as
+  // kFftBatchBytes holds, batches of equal size (the last one's extra slots are zeros).
+  void plan_tiles(const PlanRequest& r, bool pow2) {
+    const std::int64_t t = next_fast_size(std::max<std::int64_t>(kTile, 4 * std::max(r.kh, r.kw)), pow2);
+    n_ = std::min(n_, t);
+    m_ = std::min(m_, t);
+    mc_ = m_ / 2 + 1;
+    tg_.n = static_cast<int>(n_);
+    tg_.m = static_cast<int>(m_);
+    tg_.sh = static_cast<int>(n_ - r.kh + 1);
+    tg_.sw = static_cast<int>(m_ - r.kw + 1);
+    const std::int64_t oh = r.ih - r.kh + 1, ow = r.iw - r.kw + 1;
+    tg_.tiles_x = ceil_div(ow, tg_.sw);
+    const std::int64_t tiles = static_cast<std::int64_t>(ceil_div(oh, tg_.sh)) * tg_.tiles_x;
+    if (tiles > 0x7fffffff) throw ValueError("image too large for the fft method");
+    tg_.tiles = static_cast<int>(tiles);
+    const std::int64_t per_tile = n_ * m_ * sizeof(Real) + n_ * mc_ * sizeof(Cplx);
+    const std::int64_t bmax = std::max<std::int64_t>(1, kFftBatchBytes / per_tile);
+    const std::int64_t batches = (tiles + bmax - 1) / bmax;
+    batch_ = std::min<std::int64_t>((tiles + batches - 1) / batches, 65535);
+  }
+
+  void run_tiles(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream,
+                 const unsigned* amax) {
+    const int ih = static_cast<int>(in.rows), iw = static_cast<int>(in.cols);
+    const int b = static_cast<int>(batch_);
+    TC_CUFFT_CHECK(cufftSetStream(fwd_.get(), stream));
+    TC_CUFFT_CHECK(cufftSetStream(inv_.get(), stream));
+    for (int t0 = 0; t0 < tg_.tiles; t0 += b) {
+      dim3 g = grid2d(m_, std::min<std::int64_t>(n_, 256));  // blocks loop over the rows
+      g.z = b;
+      tile_gather_kernel<P><<<g, 256, 0, stream>>>(in.ptr<Store>(), in.row_stride, ih, iw,
+                                                   real_.get<Real>(), tg_, t0, amax);
+      TC_CUDA_LAUNCH_CHECK();
+      TC_CUFFT_CHECK(cufftXtExec(fwd_.get(), real_.get(), spec_.get(), CUFFT_FORWARD));
+      const dim3 gm(std::max(1, std::min(ceil_div(n_ * mc_, 256), 1024)), b);
+      multiply_tiles_kernel<Cplx><<<gm, 256, 0, stream>>>(spec_.get<Cplx>(), kspec_.get<Cplx>(),
+                                                          n_ * mc_);
+      TC_CUDA_LAUNCH_CHECK();
+      TC_CUFFT_CHECK(cufftXtExec(inv_.get(), spec_.get(), real_.get(), CUFFT_INVERSE));
+      dim3 gs = grid2d(tg_.sw, std::min(tg_.sh, 256));
+      gs.z = b;
+      tile_scatter_kernel<P><<<gs, 256, 0, stream>>>(real_.get<Real>(), tg_, t0, out.ptr<Store>(),
+                                                     out.row_stride, static_cast<int>(out.rows),
+                                                     static_cast<int>(out.cols), amax, kscale_);
+      TC_CUDA_LAUNCH_CHECK();
+    }
+  }
+
   // conj(FFT(k)) / (N M) for fp32/fp64 (in that precision); for fp16 computed in fp32 and
   // scaled by a power of two <= 1 / sum|k| so that it fits half.
   void kernel_spectrum(const PlanRequest& r) {
@@ -327,6 +465,8 @@ class FftPlan final : public CudaPlan {
   }
 
   std::int64_t n_ = 0, m_ = 0, mc_ = 0;
+  std::int64_t batch_ = 1;  // transforms per cuFFT call (tiles per batch; 1 for the whole image)
+  TileGrid tg_{};           // tiles > 0: overlap-save
   float kscale_ = 1.f;
   CufftPlan fwd_, inv_;
   DeviceBuffer work_, real_, spec_, kspec_, amax_;

@@ -17,12 +17,13 @@
 //
 // Kernel size: one launch handles a kernel block of at most 64×64 (4 tiles of 16 each way, staged
 // rows in shared memory); larger kernels are split into such blocks whose results are summed in a
-// float workspace (first block writes, later ones add, the last narrows to the output type).
+// float workspace (first block writes, later ones add, the last narrows to the output type), one
+// band of output rows at a time so the workspace stays under i2t::kWsCapBytes.
 //
 // Non-finite input: the kernel is zero padded to multiples of 16 and 0·inf = NaN, so a NaN or inf
-// pixel makes NaN (not ±inf) of every output whose padded 16-multiple window covers it, i.e. up to
-// 15 columns/rows beyond the true footprint (to the right/bottom of the kernel). Finite inputs
-// are unaffected.
+// pixel makes NaN of every output whose padded 16-multiple window covers it (up to 15 columns/rows
+// beyond its true footprint); the epilogue flags such stores and NonfiniteRepair (nonfinite.cuh)
+// recomputes them over their own windows, so NaN/±inf land where scipy puts them.
 #pragma once
 #include <cstdint>
 #include <cstdlib>
@@ -72,6 +73,7 @@ struct Args {
   Geo g;
   int epi;
   bool vec_ok;
+  int* nf;          // NonfiniteRepair's flag: a final store was not finite
 };
 
 // Staged rows: Wc output columns + the kernel's 16NX + one more patch (DKI), rounded so rows are
@@ -145,10 +147,10 @@ __device__ __forceinline__ void emit(const Args& a, int r, int j, float v) {
   Out* o = static_cast<Out*>(a.out) + static_cast<std::size_t>(r) * a.out_ld + j;
   float* w = a.ws ? a.ws + static_cast<std::size_t>(r) * a.g.wR + j : nullptr;
   switch (a.epi) {
-    case epi_store: *o = narrow<Out>(v); break;
+    case epi_store: *o = narrow<Out>(v); mark_nonfinite(a.nf, v); break;
     case epi_first: *w = v; break;
     case epi_mid: *w += v; break;
-    default: *o = narrow<Out>(*w + v); break;
+    default: v += *w; *o = narrow<Out>(v); mark_nonfinite(a.nf, v); break;
   }
 }
 
@@ -192,7 +194,7 @@ std::size_t dki_extra_smem(const Geo& g);
 template <class T>
 class Plan final : public CudaPlan {
  public:
-  Plan(const PlanRequest& r, Scheme s) : CudaPlan(r), scheme_(s) {
+  Plan(const PlanRequest& r, Scheme s) : CudaPlan(r), scheme_(s), nf_(r) {
     check_int_extent(r);
     const int kh = static_cast<int>(r.kh), kw = static_cast<int>(r.kw);
     const int hR = static_cast<int>(r.ih - r.kh + 1), wR = static_cast<int>(r.iw - r.kw + 1);
@@ -243,8 +245,15 @@ class Plan final : public CudaPlan {
         blocks_.push_back(std::move(b));
       }
     }
+    band_ = hR;
     if (blocks_.size() > 1) {
-      ws_bytes_ = sizeof(float) * static_cast<std::size_t>(hR) * wR;
+      // The float sums over kernel blocks hold one band of output rows (a whole number of CTA
+      // rows) within i2t::kWsCapBytes, so they do not grow with the image height.
+      const std::size_t per_row = sizeof(float) * static_cast<std::size_t>(wR);
+      if (per_row * hR > i2t::kWsCapBytes)
+        band_ = std::min<std::int64_t>(
+            hR, std::max<std::int64_t>(1, i2t::kWsCapBytes / per_row / dB) * dB);
+      ws_bytes_ = per_row * static_cast<std::size_t>(band_);
       ws_.reset(ws_bytes_);
     }
   }
@@ -255,16 +264,30 @@ class Plan final : public CudaPlan {
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t st) override {
     using In = typename T::In;
     const std::size_t nb = blocks_.size();
-    for (std::size_t i = 0; i < nb; ++i) {
-      const Block& b = blocks_[i];
-      const In* base = in.ptr<In>() + static_cast<std::size_t>(b.u0) * in.row_stride + b.v0;
-      Args a{base, in.row_stride, out.data, out.row_stride, b.kt.get(), ws_.get<float>(), b.g,
-             nb == 1 ? epi_store : i == 0 ? epi_first : i + 1 == nb ? epi_last : epi_mid,
-             reinterpret_cast<std::uintptr_t>(base) % 16 == 0 &&
-                 (in.row_stride * sizeof(In)) % 16 == 0};
-      b.fn<<<dim3(b.g.nJ, b.g.nRB), kWarps * 32, b.smem, st>>>(a);
-      TC_CUDA_LAUNCH_CHECK();
+    nf_.arm(st);
+    const std::int64_t hR = out.rows;
+    for (std::int64_t y0 = 0; y0 < hR; y0 += band_) {
+      const int rows = static_cast<int>(std::min<std::int64_t>(band_, hR - y0));
+      for (std::size_t i = 0; i < nb; ++i) {
+        const Block& b = blocks_[i];
+        const In* base =
+            in.ptr<In>() + static_cast<std::size_t>(y0 + b.u0) * in.row_stride + b.v0;
+        Geo g = b.g;  // the band as an image of its own
+        g.hR = rows;
+        g.ih = b.g.ih - static_cast<int>(y0);
+        g.nRB = ceil_div(rows, g.dB);
+        Args a{base, in.row_stride,
+               static_cast<typename T::Out*>(out.data) + y0 * out.row_stride, out.row_stride,
+               b.kt.get(), ws_.get<float>(), g,
+               nb == 1 ? epi_store : i == 0 ? epi_first : i + 1 == nb ? epi_last : epi_mid,
+               reinterpret_cast<std::uintptr_t>(base) % 16 == 0 &&
+                   (in.row_stride * sizeof(In)) % 16 == 0,
+               nf_.flag()};
+        b.fn<<<dim3(g.nJ, g.nRB), kWarps * 32, b.smem, st>>>(a);
+        TC_CUDA_LAUNCH_CHECK();
+      }
     }
+    nf_.run(in, out, st, true);
   }
 
  private:
@@ -279,6 +302,8 @@ class Plan final : public CudaPlan {
   std::vector<Block> blocks_;
   DeviceBuffer ws_;
   std::size_t ws_bytes_ = 0;
+  std::int64_t band_ = 0;  // output rows per band of the block sums
+  NonfiniteRepair nf_;
 };
 
 inline std::unique_ptr<tc::Plan> make_plan_for(const PlanRequest& r, Scheme s) {

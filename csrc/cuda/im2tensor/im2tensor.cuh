@@ -22,6 +22,7 @@
 #include <string>
 
 #include "../common.cuh"
+#include "../nonfinite.cuh"
 
 namespace tc {
 namespace cuda {
@@ -140,6 +141,7 @@ struct Args {
   void* ws;           // P (store_p) or C (partial_c)
   Geo g;
   bool vec_ok;        // image rows 16-byte aligned: stage with 16-byte loads
+  int* nf;            // NonfiniteRepair's flag, marked by the mma path's final stores
 };
 
 __host__ __device__ inline std::size_t align_up(std::size_t v, std::size_t a) {
@@ -477,13 +479,13 @@ __global__ void recombine_kernel(const Part* C, Geo g, Out* out, long long out_l
 
 // The same for the mma path (nI = 1), which writes every diagonal inside a P_block final: only
 // the kw-1 columns left of each block boundary remain, each the sum of the partials of blocks
-// jb and jb+1. A thread takes kRecRows rows of one column, its loads independent (the kernel
-// is bound by their latency, not by bandwidth). Launched as a programmatic dependent of the
+// jb and jb+1 (C laid out by mma_edge_slot, mma_fused.cuh). A thread takes kRecRows rows of
+// one column, its loads independent (the kernel is bound by their latency, not by bandwidth). Launched as a programmatic dependent of the
 // P_block kernel: its blocks are scheduled during that grid's last wave and wait here.
 constexpr int kRecRows = 8;
 template <class Part, class Out>
 __global__ void recombine_edges_kernel(const Part* __restrict__ C, Geo g, Out* __restrict__ out,
-                                       long long out_ld) {
+                                       long long out_ld, int* nf) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
@@ -491,9 +493,9 @@ __global__ void recombine_edges_kernel(const Part* __restrict__ C, Geo g, Out* _
   if (t >= g.nJ * e) return;
   const int jb = t / e, j = (jb + 1) * g.Wc - e + t % e;
   if (j >= g.wR) return;
-  const std::size_t rs = static_cast<std::size_t>(g.NC) * g.wR;
-  const Part* c0 = C + static_cast<std::size_t>(jb % g.NC) * g.wR + j;
-  const Part* c1 = C + static_cast<std::size_t>((jb + 1) % g.NC) * g.wR + j;
+  const std::size_t rs = static_cast<std::size_t>(g.nJ) * 2 * e;  // one output row's edges
+  const Part* c0 = C + static_cast<std::size_t>(jb) * 2 * e + t % e;  // boundary jb + 1
+  const Part* c1 = c0 + e;
   const bool two = jb + 1 < g.nJ;
   for (int r0 = blockIdx.y * kRecRows; r0 < g.hR; r0 += gridDim.y * kRecRows) {
     Part v[kRecRows];
@@ -504,7 +506,10 @@ __global__ void recombine_edges_kernel(const Part* __restrict__ C, Geo g, Out* _
     }
 #pragma unroll
     for (int u = 0; u < kRecRows; ++u)
-      if (r0 + u < g.hR) out[static_cast<std::size_t>(r0 + u) * out_ld + j] = narrow<Out>(v[u]);
+      if (r0 + u < g.hR) {
+        out[static_cast<std::size_t>(r0 + u) * out_ld + j] = narrow<Out>(v[u]);
+        mark_nonfinite(nf, v[u]);
+      }
   }
 }
 
@@ -590,6 +595,10 @@ template <class T, bool STAGED, Epi E>
 std::size_t smem_bytes(const Geo& g) { return Smem<T, STAGED, E>(g).total; }
 
 constexpr std::size_t kSmemStagedMax = 160 * 1024;  // above this, read S from global instead
+// Workspace ceiling (P of the Tr+ variants, C of the fused ones): taller images run in bands of
+// output rows. 256 MB keeps 4096^2 images (fused, any kernel) and the mma path up to ~16384^2
+// in one band.
+constexpr std::size_t kWsCapBytes = std::size_t(256) << 20;
 
 }  // namespace i2t
 }  // namespace cuda
@@ -605,7 +614,7 @@ namespace i2t {
 template <class T, bool STAGED_PREF, Epi E>
 class Plan final : public CudaPlan {
  public:
-  explicit Plan(const PlanRequest& r) : CudaPlan(r) {
+  explicit Plan(const PlanRequest& r) : CudaPlan(r), nf_(r) {
     if constexpr (kHasMma<T> && STAGED_PREF && E != Epi::store_p) {
       if (r.kh <= 64 && r.kw <= 64 && !r.options.im2tensor_wmma) {
         // mma.sync path (mma_fused.cuh); plan option im2tensor.wmma keeps WMMA for comparisons.
@@ -668,10 +677,20 @@ class Plan final : public CudaPlan {
     TC_CUDA_LAUNCH_CHECK();
     TC_CUDA_CHECK(cudaDeviceSynchronize());
 
+    // Workspace per output row; the image is run in bands of band_ output rows so that it stays
+    // within kWsCapBytes whatever the image height (a band is a whole number of row blocks).
+    std::size_t per_row = 0;
     if (E == Epi::store_p)
-      ws_bytes_ = sizeof(typename T::Acc) * static_cast<std::size_t>(g_.hR) * g_.PX * g_.wP;
+      per_row = sizeof(typename T::Acc) * static_cast<std::size_t>(g_.PX) * g_.wP;
+    else if (E == Epi::partial_c && mma_)
+      per_row = sizeof(float) * 2 * g_.nJ * (g_.kw - 1);  // the CTA-edge columns only
     else if (E == Epi::partial_c)
-      ws_bytes_ = sizeof(typename T::Part) * static_cast<std::size_t>(g_.hR) * g_.NC * g_.wR;
+      per_row = sizeof(typename T::Part) * static_cast<std::size_t>(g_.NC) * g_.wR;
+    band_ = g_.hR;
+    if (per_row > 0 && per_row * g_.hR > kWsCapBytes)
+      band_ = std::min<std::int64_t>(
+          g_.hR, std::max<std::int64_t>(1, kWsCapBytes / per_row / g_.dB) * g_.dB);
+    ws_bytes_ = per_row * static_cast<std::size_t>(band_);
     ws_.reset(ws_bytes_);
 
     if (smem_ > 48 * 1024)
@@ -684,8 +703,12 @@ class Plan final : public CudaPlan {
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t st) override {
     using Out = typename T::Out;
+    // NaN/inf: the mma path's final stores flag the repair; the other paths (atomics, Tr+ and
+    // recombination passes) have the repair test every output.
+    const bool flagged = mma_ && E == Epi::partial_c;
+    if (flagged) nf_.arm(st);
     Args a{in.data, in.row_stride, out.data, out.row_stride, kt_.get(), nullptr, ws_.get(), g_,
-           false};
+           false, flagged ? nf_.flag() : nullptr};
     a.vec_ok = reinterpret_cast<std::uintptr_t>(in.data) % 16 == 0 &&
                (in.row_stride * sizeof(typename T::In)) % 16 == 0;
     if (T::SPLIT == 3)
@@ -693,21 +716,40 @@ class Plan final : public CudaPlan {
     if (E == Epi::atomic_r)
       TC_CUDA_CHECK(cudaMemset2DAsync(out.data, out.row_stride * sizeof(Out), 0,
                                       g_.wR * sizeof(Out), g_.hR, st));
-    const dim3 grid(g_.nJ, g_.nRB, g_.nI);
+    for (std::int64_t y0 = 0; y0 < g_.hR; y0 += band_) {
+      // One band: output rows y0.. as a smaller image (the kernels index rows from a.in/a.out).
+      Geo gb = g_;
+      gb.hR = static_cast<int>(std::min<std::int64_t>(band_, g_.hR - y0));
+      gb.ih = g_.ih - static_cast<int>(y0);
+      gb.nRB = ceil_div(gb.hR, gb.dB);
+      a.g = gb;
+      a.in = in.ptr<typename T::In>() + y0 * in.row_stride;
+      a.out = out.ptr<Out>() + y0 * out.row_stride;
+      run_band(a, st);
+    }
+    nf_.run(in, out, st, flagged);
+  }
+
+ private:
+  void run_band(const Args& a, cudaStream_t st) {
+    using Out = typename T::Out;
+    const Geo& g = a.g;
+    Out* const out = static_cast<Out*>(a.out);
+    const long long out_ld = a.out_ld;
+    const dim3 grid(g.nJ, g.nRB, g.nI);
     kfn_<<<grid, threads_, smem_, st>>>(a);
     TC_CUDA_LAUNCH_CHECK();
-    const dim3 g2(ceil_div(g_.wR, 128), g_.hR < 65535 ? g_.hR : 65535);
+    const dim3 g2(ceil_div(g.wR, 128), g.hR < 65535 ? g.hR : 65535);
     if (E == Epi::store_p) {
       trplus_kernel<typename T::Acc, typename T::Part, Out><<<g2, 128, 0, st>>>(
-          ws_.get<typename T::Acc>(), g_.wP, g_.PX, g_.kw, g_.hR, g_.wR, out.ptr<Out>(),
-          out.row_stride);
+          ws_.get<typename T::Acc>(), g.wP, g.PX, g.kw, g.hR, g.wR, out, out_ld);
       TC_CUDA_LAUNCH_CHECK();
     } else if (E == Epi::partial_c) {
       if (mma_) {  // inner pixels written final: only the edge columns
-        if (g_.kw > 1) {
-          const int rows = ceil_div(g_.hR, kRecRows);
+        if (g.kw > 1) {
+          const int rows = ceil_div(g.hR, kRecRows);
           cudaLaunchConfig_t cfg{};
-          cfg.gridDim = dim3(ceil_div(static_cast<std::int64_t>(g_.nJ) * (g_.kw - 1), 128),
+          cfg.gridDim = dim3(ceil_div(static_cast<std::int64_t>(g.nJ) * (g.kw - 1), 128),
                              rows < 65535 ? rows : 65535);
           cfg.blockDim = dim3(128);
           cfg.stream = st;
@@ -717,18 +759,17 @@ class Plan final : public CudaPlan {
           cfg.attrs = at;
           cfg.numAttrs = 1;
           TC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, recombine_edges_kernel<typename T::Part, Out>,
-                                           static_cast<const typename T::Part*>(ws_.get()), g_,
-                                           out.ptr<Out>(), static_cast<long long>(out.row_stride)));
+                                           static_cast<const typename T::Part*>(ws_.get()), g,
+                                           out, out_ld, a.nf));
         }
       } else {
         recombine_kernel<typename T::Part, Out><<<g2, 128, 0, st>>>(
-            ws_.get<typename T::Part>(), g_, out.ptr<Out>(), out.row_stride);
+            ws_.get<typename T::Part>(), g, out, out_ld);
       }
       TC_CUDA_LAUNCH_CHECK();
     }
   }
 
- private:
   using KernelFn = void (*)(Args);
   template <bool S> static KernelFn pick(int nxt) {
     if (nxt <= 2) return pblock_kernel<T, S, E, 2>;
@@ -755,7 +796,9 @@ class Plan final : public CudaPlan {
   Geo g_{};
   bool staged_ = false;
   std::size_t smem_ = 0, ws_bytes_ = 0;
+  std::int64_t band_ = 0;  // output rows per band (the workspace holds one band)
   DeviceBuffer kt_, ws_;
+  NonfiniteRepair nf_;
 };
 
 // Runtime precision -> traits.

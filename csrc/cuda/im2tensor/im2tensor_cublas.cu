@@ -45,7 +45,7 @@ class CublasPlan final : public CudaPlan {
   using Acc = typename T::Acc;
 
  public:
-  explicit CublasPlan(const PlanRequest& r) : CudaPlan(r) {
+  explicit CublasPlan(const PlanRequest& r) : CudaPlan(r), nf_(r) {
     if (r.ih - r.kh + 1 > 0x7fffffffLL || r.iw > 0x7fffffffLL || r.kh * r.iw > 0x7fffffffLL)
       throw ValueError("im2tensor_cublas: image too large");
     hR_ = static_cast<int>(r.ih - r.kh + 1);
@@ -103,6 +103,7 @@ class CublasPlan final : public CudaPlan {
     trplus_kernel<Acc, typename T::Part, Out><<<g2, 128, 0, st>>>(
         p_.get<Acc>(), iw, kw, kw, hR_, wR_, out.ptr<Out>(), out.row_stride);
     TC_CUDA_LAUNCH_CHECK();
+    nf_.run(in, out, st, false);  // cuBLAS's tiles may pad with zeros: test every output
   }
 
  private:
@@ -110,6 +111,7 @@ class CublasPlan final : public CudaPlan {
   std::size_t s_bytes_ = 0, p_bytes_ = 0;
   DeviceBuffer kt_, s_, p_;
   cublasHandle_t handle_ = nullptr;
+  NonfiniteRepair nf_;
 };
 
 }  // namespace

@@ -181,6 +181,16 @@ template <int NJ> struct MmaBuf {
   __host__ __device__ static constexpr int off(int t) { return t * STR + mma_buf_o(NJ, t); }
 };
 
+// The partial-sum buffer C of the fused mma path (O(edges), not the paper's full hR x NC x wR):
+// for output row r and CTA boundary b (1 <= b < nJ, at column b·Wc), the kw - 1 output columns
+// j = b·Wc - (kw - 1) .. b·Wc - 1 whose diagonals cross it, one partial from the CTA on its left
+// (side 0) and one from the CTA on its right (side 1).
+__host__ __device__ __forceinline__ std::size_t mma_edge_slot(const Geo& g, int r, int b,
+                                                               int side, int j) {
+  const int e = g.kw - 1;
+  return ((static_cast<std::size_t>(r) * g.nJ + (b - 1)) * 2 + side) * e + (j - b * g.Wc + e);
+}
+
 // K̂ B fragments in shared memory (when not in registers): [kc][j][lane] pairs of words.
 struct MmaSmem {
   std::size_t s, b, buf, total;
@@ -384,9 +394,12 @@ __global__ void __launch_bounds__(kMmaWarps * 32,
           Out* R = static_cast<Out*>(a.out) + static_cast<std::size_t>(r) * a.out_ld + j;
           if (!left && !right) {  // final (nI = 1 here)
             *R = narrow<Out>(s);
+            mark_nonfinite(a.nf, s);
           } else if constexpr (E == Epi::partial_c) {
+            // C holds only the edges: kw - 1 columns left of each CTA boundary b, one partial
+            // from each side (mma_edge_slot); the left edge of this CTA is boundary jb.
             float* C = static_cast<float*>(a.ws);
-            C[(static_cast<std::size_t>(r) * g.NC + jb % g.NC) * g.wR + j] = s;
+            C[mma_edge_slot(g, r, left ? jb : jb + 1, left ? 1 : 0, j)] = s;
           } else {
             atomicAdd(R, narrow<Out>(s));
           }

@@ -16,7 +16,7 @@ __global__ void __launch_bounds__(BX* BY)
     column_pass(const typename Prec<P>::Elem* __restrict__ ring, int ring_rows, int ow, int y0,
                 int y1, int t_end, typename Prec<P>::Elem* sum, std::int64_t sum_stride,
                 typename Prec<P>::Store* out, std::int64_t out_stride,
-                const typename Prec<P>::Vec* __restrict__ a, int kh) {
+                const typename Prec<P>::Vec* __restrict__ a, int kh, int* nf) {
   using T = Prec<P>;
   using Vec = typename T::Vec;
   constexpr int R = rows_per_thread<P>(), OH = BY * R, W = T::W;
@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(BX* BY)
         const int x = xb + tx + l * BX;
         if (x >= ow) continue;
         emit<P, FIRST, LAST>(T::lane(acc[r], l), sum + y * sum_stride + x,
-                             out + y * out_stride + x);
+                             out + y * out_stride + x, nf);
       }
     }
   }

@@ -191,7 +191,8 @@ template <Precision P, class Acc, int G>
 __device__ __forceinline__ void emit_band(const Acc (&acc)[G][4], int x, int y,
                                           int rows, int ow, bool first, bool last, bool full,
                                           typename Prec<P>::Elem* sum, std::int64_t sum_stride,
-                                          typename Prec<P>::Store* out, std::int64_t out_stride) {
+                                          typename Prec<P>::Store* out, std::int64_t out_stride,
+                                          int* nf) {
   using Vec = typename Prec<P>::Vec;
   dispatch_term(first, last, full, [&](auto f, auto l, auto fl) {
     constexpr bool F = decltype(f)::value, L = decltype(l)::value, FULL = decltype(fl)::value;
@@ -204,7 +205,7 @@ __device__ __forceinline__ void emit_band(const Acc (&acc)[G][4], int x, int y,
         const int dy = e & 1, dx = 8 * (e >> 1);
         if (FULL || (8 * p + dy < rows && x + dx < ow))
           emit<P, F, L>(static_cast<Vec>(acc[p][e]), sm + dy * sum_stride + dx,
-                        o + dy * out_stride + dx);
+                        o + dy * out_stride + dx, nf);
       }
       o += 8 * out_stride;
       sm += 8 * sum_stride;

@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
       const int yl = 32 * wo + 2 * fq;
       emit_band<P>(acc, xb + 16 * wl + fg, y + yl, rows_left - yl, args.ow, args.first, args.last,
                    rows_left >= FOH && xb + FW <= args.ow, args.sum, args.sum_stride, args.out,
-                   args.out_stride);
+                   args.out_stride, args.nf);
     } else {
       Vec acc[FR];
 #pragma unroll
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(BX* BY, fused_min_blocks<P, kMma<RM> || kMma<C
           Vec* sm = args.sum + static_cast<std::int64_t>(y0) * args.sum_stride + x;
 #pragma unroll
           for (int j = 0; j < FR; ++j) {
-            if (decltype(full)::value || j < rows) emit<P, F, L>(acc[j], sm, o);
+            if (decltype(full)::value || j < rows) emit<P, F, L>(acc[j], sm, o, args.nf);
             o += args.out_stride;
             sm += args.sum_stride;
           }

@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(ws::kThreads, 2)
       }
       emit_band<P>(acc, xb + 16 * w + fg, y + 2 * fq, rows_left - 2 * fq, args.ow, args.first,
                    args.last, rows_left >= FOH && xb + FW <= args.ow, args.sum, args.sum_stride,
-                   args.out, args.out_stride);
+                   args.out, args.out_stride, args.nf);
       if (s + ws::kDepth < steps) ws::bar_arrive(ws::kEmpty + s % ws::kDepth, ws::kThreads);
     }
   }

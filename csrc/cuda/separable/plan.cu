@@ -42,7 +42,7 @@ class SeparablePlan final : public CudaPlan {
   static constexpr bool kSumInOut = std::is_same<typename T::Store, Elem>::value;
 
  public:
-  explicit SeparablePlan(const PlanRequest& r) : CudaPlan(r), opts_(r.options) {
+  explicit SeparablePlan(const PlanRequest& r) : CudaPlan(r), opts_(r.options), nf_(r) {
     r_ = static_cast<int>(r.rank);  // make_plan checked the factors are there
     upload_coefficients<P>(r.factor_col, r.rank * r.kh, a_);
     upload_coefficients<P>(r.factor_row, r.rank * r.kw, b_);
@@ -159,6 +159,7 @@ class SeparablePlan final : public CudaPlan {
     const int ring_rows = static_cast<int>(ring_rows_);
     Elem* sum = kSumInOut ? reinterpret_cast<Elem*>(out.data) : sum_.get<Elem>();
     const std::int64_t sum_stride = kSumInOut ? out.row_stride : ow;
+    nf_.arm(stream);
     if constexpr (T::W == 1) {
       if (fused_) {
         const int seg = static_cast<int>(
@@ -171,10 +172,11 @@ class SeparablePlan final : public CudaPlan {
           const FusedArgs<P> args{in.ptr<typename T::Store>(), in.row_stride,
                                   static_cast<int>(in.rows), static_cast<int>(in.cols), oh, ow,
                                   seg, sum, sum_stride, out.ptr<typename T::Store>(),
-                                  out.row_stride, kh, kw, q == 0, q == r_ - 1, async};
+                                  out.row_stride, kh, kw, q == 0, q == r_ - 1, async, nf_.flag()};
           kern_<<<grid, dim3(BX, block_y_), smem_, stream>>>(args, coef_[q]);
           TC_CUDA_LAUNCH_CHECK();
         }
+        nf_.run(in, out, stream, true);
         return;
       }
     }
@@ -198,7 +200,7 @@ class SeparablePlan final : public CudaPlan {
         auto launch = [&](auto kern) {
           kern<<<cgrid, block, col_smem, stream>>>(ring_.get<Elem>(), ring_rows, ow, y0, y1, need,
                                                    sum, sum_stride, out.ptr<typename T::Store>(),
-                                                   out.row_stride, a, kh);
+                                                   out.row_stride, a, kh, nf_.flag());
           TC_CUDA_LAUNCH_CHECK();
         };
         const bool first = q == 0, last = q == r_ - 1;
@@ -208,6 +210,7 @@ class SeparablePlan final : public CudaPlan {
         else launch(column_pass<P, false, false>);
       }
     }
+    nf_.run(in, out, stream, true);
   }
 
  private:
@@ -220,6 +223,7 @@ class SeparablePlan final : public CudaPlan {
   DeviceBuffer a_, b_, ring_, sum_;
   typename FusedPtr<P>::type kern_ = nullptr;
   std::vector<FusedCoef<Elem>> coef_;  // one per term
+  NonfiniteRepair nf_;
 };
 }  // namespace
 }  // namespace sep

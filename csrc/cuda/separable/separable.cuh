@@ -9,6 +9,7 @@
 #include "../band_mma.cuh"
 #include "../common.cuh"
 #include "../precision.cuh"
+#include "../nonfinite.cuh"
 
 namespace tc {
 namespace cuda {
@@ -22,14 +23,18 @@ constexpr int rows_per_thread() { return P == Precision::fp64 ? 8 : 16; }
 
 // One result of term q: added to the running sum of the earlier terms (unless FIRST), written
 // in the storage type to `out` (LAST) or back to the running sum.
+// A non-finite final result flags the plan's NonfiniteRepair (the r terms' zero factors meet
+// inf: 0 x inf = NaN, and +inf / -inf terms cancel into NaN where scipy has inf).
 template <Precision P, bool FIRST, bool LAST>
 __device__ __forceinline__ void emit(typename Prec<P>::Elem v, typename Prec<P>::Elem* sum,
-                                     typename Prec<P>::Store* out) {
+                                     typename Prec<P>::Store* out, int* nf) {
   if (!FIRST) v = Prec<P>::add_elem(v, *sum);
-  if (LAST)
+  if (LAST) {
     __stcs(out, Prec<P>::store(v));  // streamed: not read again here
-  else
+    mark_nonfinite(nf, v);
+  } else {
     *sum = v;
+  }
 }
 
 // ---- fused pass (scalar precisions, kh and kw <= 64) -----------------------------------------
@@ -124,6 +129,7 @@ struct FusedArgs {
   std::int64_t out_stride;
   int kh, kw;
   bool first, last, async;  // first / last term; rows 16-byte aligned (cp.async staging)
+  int* nf;                  // NonfiniteRepair's flag (emit marks non-finite final results)
 };
 
 // nd: band chunks of the tensor-core passes (RM / CM: row / column pass MMA, void for FFMAs).
