@@ -48,6 +48,18 @@ PlanRequest plan_request(const py::array_t<double, py::array::c_style | py::arra
   return r;
 }
 
+// Plan.run_batch: a stack whose image b starts b * *_bstride elements after image 0.
+void run_stack(Plan& p, std::uintptr_t in_ptr, std::int64_t batch, std::int64_t in_bstride,
+               std::int64_t in_rows, std::int64_t in_cols, std::int64_t in_stride,
+               std::uintptr_t out_ptr, std::int64_t out_bstride, std::int64_t out_rows,
+               std::int64_t out_cols, std::int64_t out_stride, const std::string& dtype,
+               bool on_device, std::uintptr_t stream) {
+  Tensor2D in = tensor(in_ptr, in_rows, in_cols, in_stride, dtype, on_device);
+  Tensor2D out = tensor(out_ptr, out_rows, out_cols, out_stride, dtype, on_device);
+  py::gil_scoped_release release;
+  p.execute_batch(in, in_bstride, out, out_bstride, batch, stream);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -157,31 +169,19 @@ PYBIND11_MODULE(_core, m) {
              std::int64_t in_stride, std::uintptr_t out_ptr, std::int64_t out_rows,
              std::int64_t out_cols, std::int64_t out_stride, const std::string& dtype,
              bool on_device, std::uintptr_t stream) {
-            Tensor2D in = tensor(in_ptr, in_rows, in_cols, in_stride, dtype, on_device);
-            Tensor2D out = tensor(out_ptr, out_rows, out_cols, out_stride, dtype, on_device);
-            py::gil_scoped_release release;
-            p.execute(in, out, stream);
+            // one image: a stack of one (Plan::execute_batch checks as execute does)
+            run_stack(p, in_ptr, 1, 0, in_rows, in_cols, in_stride, out_ptr, 0, out_rows,
+                      out_cols, out_stride, dtype, on_device, stream);
           },
           py::arg("in_ptr"), py::arg("in_rows"), py::arg("in_cols"), py::arg("in_stride"),
           py::arg("out_ptr"), py::arg("out_rows"), py::arg("out_cols"), py::arg("out_stride"),
           py::arg("dtype"), py::arg("on_device"), py::arg("stream") = 0)
-      .def(
-          "run_batch",
-          [](Plan& p, std::uintptr_t in_ptr, std::int64_t batch, std::int64_t in_bstride,
-             std::int64_t in_rows, std::int64_t in_cols, std::int64_t in_stride,
-             std::uintptr_t out_ptr, std::int64_t out_bstride, std::int64_t out_rows,
-             std::int64_t out_cols, std::int64_t out_stride, const std::string& dtype,
-             bool on_device, std::uintptr_t stream) {
-            Tensor2D in = tensor(in_ptr, in_rows, in_cols, in_stride, dtype, on_device);
-            Tensor2D out = tensor(out_ptr, out_rows, out_cols, out_stride, dtype, on_device);
-            py::gil_scoped_release release;
-            p.execute_batch(in, in_bstride, out, out_bstride, batch, stream);
-          },
-          "A (batch, rows, cols) stack in one call; image b starts b * *_bstride elements on.",
-          py::arg("in_ptr"), py::arg("batch"), py::arg("in_bstride"), py::arg("in_rows"),
-          py::arg("in_cols"), py::arg("in_stride"), py::arg("out_ptr"), py::arg("out_bstride"),
-          py::arg("out_rows"), py::arg("out_cols"), py::arg("out_stride"), py::arg("dtype"),
-          py::arg("on_device"), py::arg("stream") = 0)
+      .def("run_batch", &run_stack,
+           "A (batch, rows, cols) stack in one call; image b starts b * *_bstride elements on.",
+           py::arg("in_ptr"), py::arg("batch"), py::arg("in_bstride"), py::arg("in_rows"),
+           py::arg("in_cols"), py::arg("in_stride"), py::arg("out_ptr"), py::arg("out_bstride"),
+           py::arg("out_rows"), py::arg("out_cols"), py::arg("out_stride"), py::arg("dtype"),
+           py::arg("on_device"), py::arg("stream") = 0)
       .def(
           "run_gather",
           [](Plan& p, std::uintptr_t in_ptr, std::int64_t batch, std::int64_t in_bstride,
