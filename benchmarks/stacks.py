@@ -228,14 +228,14 @@ def plot(meta, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.5))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.5))
     stack = [r for r in meta["rows"] if r.get("batch") and r.get("mode") == "same"]
     labels, vals = [], []
     for r in stack:
-        labels.append(f"{r['impl'].replace('peer:', '')}\n{r.get('variant', '')}\n{r['precision']}")
+        labels.append(f"{r['impl'].replace('peer:', '')} {r.get('variant', '')} {r['precision']}")
         vals.append(r["images_per_s"])
     a.bar(range(len(vals)), vals, color="tab:blue")
-    a.set_xticks(range(len(vals)), labels, fontsize=6)
+    a.set_xticks(range(len(vals)), labels, fontsize=7, rotation=35, ha="right")
     a.set_yscale("log")
     a.set_ylabel("images / s")
     a.set_title(f"B x 2048², k=15, 'same' ({meta['device']})", fontsize=9)
@@ -254,7 +254,11 @@ def main(argv=None):
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     ap.add_argument("--quick", action="store_true", help="fewer runs of the slow loops")
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--plot-only", metavar="JSON", help="redraw the PNG of a results file")
     args = ap.parse_args(argv)
+    if args.plot_only:
+        plot(json.loads(Path(args.plot_only).read_text()), Path(args.plot_only).with_suffix(".png"))
+        return
     import torch
 
     import tensorconv as tc

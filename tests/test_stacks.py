@@ -155,13 +155,13 @@ def test_gpu_stack_matches_loop_and_scipy(method, precision, mode, kind):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("method", ["naive_shmem", "fft"])
 def test_gpu_host_bands_equal_one_shot(method, mode, boundary):
-    """A NumPy image tall enough to run as row bands through pinned staging (12 MB and more):
+    """A NumPy image tall enough to run as row bands through pinned staging (24 MB and more):
     the result equals the device one-shot call (bit for bit for naive_shmem, whose sum does not
     depend on where an output sits; cuFFT's band transforms round differently) and scipy."""
     require_available(method)
     cp = pytest.importorskip("cupy")
     rng = np.random.default_rng(6)
-    image = rng.standard_normal((1100, 4096)).astype(np.float32)
+    image = rng.standard_normal((1700, 4096)).astype(np.float32)
     kernel = rng.standard_normal((5, 6))
     p = tc.plan(kernel, image.shape, mode=mode, boundary=boundary, fillvalue=-1.25,
                 method=method, precision="fp32")
@@ -181,12 +181,12 @@ def test_gpu_host_stack_of_banded_images():
     require_available("naive_shmem")
     cp = pytest.importorskip("cupy")
     rng = np.random.default_rng(7)
-    stack = rng.standard_normal((3, 1000, 4096)).astype(np.float32)
+    stack = rng.standard_normal((2, 1600, 4096)).astype(np.float32)
     kernel = rng.standard_normal((5, 5))
     p = tc.plan(kernel, stack.shape[1:], mode="same", method="naive_shmem", precision="fp32")
     host = p(stack)
     np.testing.assert_array_equal(host, cp.asnumpy(p(cp.asarray(stack))))
-    np.testing.assert_array_equal(host[2], p(stack[2]))
+    np.testing.assert_array_equal(host[1], p(stack[1]))
 
 
 @pytest.mark.gpu
