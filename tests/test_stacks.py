@@ -208,3 +208,21 @@ def test_gpu_host_non_finite_and_fp16():
     ref = _scipy_stack(h.astype(np.float64), kernel[:5, :5], "same", "fill")
     assert out.dtype == np.float16
     assert relative_l2(out, ref) <= rel_l2_bound("naive_shmem", "fp16fp32")
+
+
+@pytest.mark.gpu
+def test_gpu_host_calls_from_threads():
+    """One plan's host staging is shared: calls from several threads (the GIL is released) wait
+    for each other instead of mixing their chunks."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    require_available("naive_shmem")
+    rng = np.random.default_rng(9)
+    images = [rng.standard_normal((300, 500)).astype(np.float32) for _ in range(8)]
+    p = tc.plan(rng.standard_normal((7, 7)), (300, 500), mode="same", method="naive_shmem",
+                precision="fp32")
+    want = [p(x) for x in images]
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(p, images * 3))
+    for i, g in enumerate(got):
+        np.testing.assert_array_equal(g, want[i % 8])

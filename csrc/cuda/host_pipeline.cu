@@ -7,6 +7,7 @@
 // pageable copies is single-threaded and synchronous.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "../core/half.hpp"
@@ -82,6 +83,7 @@ struct HostStager {
   DeviceBuffer dev_in[kSlots], dev_out[kSlots];
   std::unique_ptr<Plan> band_plan;  // the method over band_out + kh - 1 rows (none: whole images)
   std::int64_t band_out = 0;
+  std::mutex busy;  // one host call at a time per plan (Python threads release the GIL)
 
   HostStager() {
     for (cudaStream_t* s : {&h2d, &comp, &d2h})
@@ -110,6 +112,8 @@ void HostStagerDelete::operator()(HostStager* s) const { delete s; }
 void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
                              std::int64_t out_batch_stride, std::int64_t batch,
                              cudaStream_t caller) {
+  static std::mutex making;  // two threads' first host calls on one plan make one stager
+  std::unique_lock<std::mutex> made(making);
   if (!stager_) {
     stager_.reset(new HostStager());
     // Row bands only pay where an image is several bands tall and the method can be remade
@@ -119,12 +123,19 @@ void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
     const std::int64_t want = kBandBytes / static_cast<std::int64_t>(iw_ * es) - halo;
     const std::int64_t band = std::max<std::int64_t>({want, 4 * halo, 64});
     if (remake_for_rows && oh >= 3 * band) {
-      stager_->band_plan = remake_for_rows(band + halo);
+      try {
+        stager_->band_plan = remake_for_rows(band + halo);
+      } catch (...) {
+        stager_.reset();  // the next call tries again
+        throw;
+      }
       if (!dynamic_cast<CudaPlan*>(stager_->band_plan.get())) stager_->band_plan.reset();
       else stager_->band_out = band;
     }
   }
   HostStager& st = *stager_;
+  made.unlock();
+  std::lock_guard<std::mutex> mine(st.busy);
   CudaPlan* plan = st.band_plan ? static_cast<CudaPlan*>(st.band_plan.get()) : this;
   const DType dt = out.dtype;
   const std::size_t es = dtype_size(dt);
