@@ -7,6 +7,7 @@
 // pageable copies is single-threaded and synchronous.
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <string>
 
@@ -125,9 +126,11 @@ void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
     if (remake_for_rows && oh >= 3 * band) {
       try {
         stager_->band_plan = remake_for_rows(band + halo);
-      } catch (...) {
-        stager_.reset();  // the next call tries again
-        throw;
+      } catch (const std::exception&) {
+        // a method that cannot take the band's height (or no memory for a second plan):
+        // whole images, as without bands
+        stager_->band_plan.reset();
+        cudaGetLastError();
       }
       if (!dynamic_cast<CudaPlan*>(stager_->band_plan.get())) stager_->band_plan.reset();
       else stager_->band_out = band;
