@@ -255,6 +255,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer runs of the slow loops")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--plot-only", metavar="JSON", help="redraw the PNG of a results file")
+    ap.add_argument("--host-only", action="store_true",
+                    help="only the host-array rows (~10 s), written as stacks_host_<device>")
     args = ap.parse_args(argv)
     if args.plot_only:
         plot(json.loads(Path(args.plot_only).read_text()), Path(args.plot_only).with_suffix(".png"))
@@ -267,15 +269,17 @@ def main(argv=None):
     meta = {"device": name, "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"), "tensorconv": tc.__version__,
             "versions": {"cuda": torch.version.cuda, "torch": torch.__version__}, "rows": []}
-    print("stacks:", flush=True)
-    meta["rows"] += stack_rows(64, 2048, 15, ["fp16fp32", "fp32"], args.runs, args.quick)
+    if not args.host_only:
+        print("stacks:", flush=True)
+        meta["rows"] += stack_rows(64, 2048, 15, ["fp16fp32", "fp32"], args.runs, args.quick)
     print("host arrays:", flush=True)
     meta["rows"] += host_rows(4096, [15, 55], args.runs)
-    print("batched launches:", flush=True)
-    meta["rows"] += batching_rows(args.runs)
+    if not args.host_only:
+        print("batched launches:", flush=True)
+        meta["rows"] += batching_rows(args.runs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    slug = name.lower().replace(" ", "-")
+    slug = ("host_" if args.host_only else "") + name.lower().replace(" ", "-")
     (out / f"stacks_{slug}.json").write_text(json.dumps(meta, indent=1))
     plot(meta, out / f"stacks_{slug}.png")
     print("wrote", out / f"stacks_{slug}.json")

@@ -7,6 +7,7 @@ python3 -c 'import tensorconv; print(tensorconv.__file__)'
 timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 tests/test_stacks.py > $OUT/pytest.txt 2>&1
 tail -5 $OUT/pytest.txt
 grep -E "^(FAILED|ERROR)" $OUT/pytest.txt | head -20
+# (the lead's short form: python3 benchmarks/stacks.py --host-only --out $OUT, ~10 s)
 timeout 240 python3 benchmarks/stacks.py --out $OUT --quick > $OUT/bench.txt 2>&1
 echo "bench rc=$?"; cat $OUT/bench.txt | tail -45
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 3 python3 -c "
