@@ -89,7 +89,7 @@ PYBIND11_MODULE(_core, m) {
                                  why.empty(), why, info.summary,
                                  info.entry_point ? info.entry_point : "correlate2d",
                                  info.note ? info.note() : std::string(),
-                                 info.complex_native));
+                                 info.complex_native, info.translation_invariant));
     }
     return rows;
   });

@@ -72,6 +72,10 @@ struct MethodInfo {
   // Takes interleaved complex data itself (PlanRequest::complex_data); other methods get complex
   // data from Python as real correlations of the parts.
   bool complex_native = false;
+  // Every output is the same arithmetic (same operations, same order) wherever it sits in the
+  // image, so a tile of the image (tensorconv.dask's chunks) gives the one-call result bit for
+  // bit. False where the summation depends on position (transforms, tensor-core tiles, atomics).
+  bool translation_invariant = false;
 };
 
 const std::vector<MethodInfo>& registry();
