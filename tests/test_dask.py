@@ -224,3 +224,29 @@ def test_cluster_survives_a_killed_worker(client, big):
     os.kill(pid, signal.SIGKILL)
     result = fut.result(timeout=300)
     assert _same(result, tc.correlate2d(x, k, "same", "wrap", method="direct"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp32", "fp16fp32", "fp64"])
+@pytest.mark.parametrize("method", ["naive_shmem", "naive"])
+def test_gpu_cupy_and_host_chunks(method, precision):
+    """CuPy chunks stay on the device (and come back as CuPy); host chunks go through the
+    method's host path. Both equal one call on the whole array, bit for bit."""
+    cp = pytest.importorskip("cupy")
+    dt = {"fp32": np.float32, "fp16fp32": np.float16, "fp64": np.float64}[precision]
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((777, 1029)).astype(dt)
+    k = rng.standard_normal((9, 6))
+    with dask.config.set(scheduler="threads"):
+        for mode, bnd in itertools.product(MODES, BOUNDARIES):
+            ref = tc.correlate2d(x, k, mode, bnd, method=method, precision=precision)
+            dh = tcd.correlate2d(da.from_array(x, chunks=(256, 300)), k, mode, bnd,
+                                 method=method, precision=precision).compute()
+            assert _same(dh, ref), ("host", mode, bnd)
+            xd = cp.asarray(x)
+            refd = tc.correlate2d(xd, k, mode, bnd, method=method, precision=precision)
+            dd = tcd.correlate2d(da.from_array(xd, chunks=(256, 300), asarray=False), k, mode,
+                                 bnd, method=method, precision=precision).compute()
+            assert isinstance(dd, cp.ndarray)
+            assert _same(cp.asnumpy(dd), cp.asnumpy(refd)), ("cupy", mode, bnd)
+            assert _same(cp.asnumpy(refd), ref), ("cupy vs host one call", mode, bnd)
