@@ -23,6 +23,8 @@ class MethodInfo(NamedTuple):
     summary: str
     entry: str
     note: str
+    complex_native: bool
+    translation_invariant: bool
 
 def methods() -> list[MethodInfo]: ...
 def methods_table() -> str: ...
