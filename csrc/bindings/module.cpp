@@ -164,7 +164,55 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("in_ptr"), py::arg("in_rows"), py::arg("in_cols"), py::arg("in_stride"),
           py::arg("out_ptr"), py::arg("out_rows"), py::arg("out_cols"), py::arg("out_stride"),
-          py::arg("dtype"), py::arg("on_device"), py::arg("stream") = 0);
+          py::arg("dtype"), py::arg("on_device"), py::arg("stream") = 0)
+      .def(
+          "run_batch",
+          [](Plan& p, std::uintptr_t in_ptr, std::int64_t batch, std::int64_t in_bstride,
+             std::int64_t in_rows, std::int64_t in_cols, std::int64_t in_stride,
+             std::uintptr_t out_ptr, std::int64_t out_bstride, std::int64_t out_rows,
+             std::int64_t out_cols, std::int64_t out_stride, const std::string& dtype,
+             bool on_device, std::uintptr_t stream) {
+            Tensor2D in = tensor(in_ptr, in_rows, in_cols, in_stride, dtype, on_device);
+            Tensor2D out = tensor(out_ptr, out_rows, out_cols, out_stride, dtype, on_device);
+            py::gil_scoped_release release;
+            p.execute_batch(in, in_bstride, out, out_bstride, batch, stream);
+          },
+          "A (batch, rows, cols) stack in one call; image b starts b * *_bstride elements on.",
+          py::arg("in_ptr"), py::arg("batch"), py::arg("in_bstride"), py::arg("in_rows"),
+          py::arg("in_cols"), py::arg("in_stride"), py::arg("out_ptr"), py::arg("out_bstride"),
+          py::arg("out_rows"), py::arg("out_cols"), py::arg("out_stride"), py::arg("dtype"),
+          py::arg("on_device"), py::arg("stream") = 0)
+      .def(
+          "run_gather",
+          [](Plan& p, std::uintptr_t in_ptr, std::int64_t batch, std::int64_t in_bstride,
+             std::int64_t in_rows, std::int64_t in_cols, std::int64_t in_stride,
+             const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& row_src,
+             const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& col_src,
+             std::int64_t pad_top, std::int64_t pad_left, double fill, std::uintptr_t out_ptr,
+             std::int64_t out_bstride, std::int64_t out_rows, std::int64_t out_cols,
+             std::int64_t out_stride, const std::string& dtype, std::uintptr_t stream) {
+            HostGather g;
+            g.src = tensor(in_ptr, in_rows, in_cols, in_stride, dtype, false);
+            g.src_batch_stride = in_bstride;
+            if (row_src.ndim() != 1 || col_src.ndim() != 1 || row_src.shape(0) != p.in_rows() ||
+                col_src.shape(0) != p.in_cols())
+              throw ValueError("row_src / col_src must be 1-D, one entry per padded row / column "
+                               "of the plan's image shape");
+            g.row_src = row_src.data();
+            g.col_src = col_src.data();
+            g.pad_top = pad_top;
+            g.pad_left = pad_left;
+            g.fill = fill;
+            Tensor2D out = tensor(out_ptr, out_rows, out_cols, out_stride, dtype, false);
+            py::gil_scoped_release release;
+            p.execute_gather(g, out, out_bstride, batch, stream);
+          },
+          "A host image or stack padded while it is staged to the device (CUDA plans).",
+          py::arg("in_ptr"), py::arg("batch"), py::arg("in_bstride"), py::arg("in_rows"),
+          py::arg("in_cols"), py::arg("in_stride"), py::arg("row_src"), py::arg("col_src"),
+          py::arg("pad_top"), py::arg("pad_left"), py::arg("fill"), py::arg("out_ptr"),
+          py::arg("out_bstride"), py::arg("out_rows"), py::arg("out_cols"),
+          py::arg("out_stride"), py::arg("dtype"), py::arg("stream") = 0);
 
   m.def(
       "make_plan",

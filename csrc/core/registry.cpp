@@ -1,6 +1,8 @@
 #include "registry.hpp"
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 #include "factories.hpp"
 
@@ -194,7 +196,20 @@ std::unique_ptr<Plan> checked_plan(const MethodInfo& m, const PlanRequest& r) {
                      std::to_string(r.kh) + "x" + std::to_string(r.kw) +
                      " kernel is larger than any memory holds (limits: 2^48 image elements, "
                      "2^62 bytes of image x kernel width)");
-  return m.factory(r);
+  std::unique_ptr<Plan> plan = m.factory(r);
+  // keep what remaking the plan for another image height needs (the kernel outlives `r`)
+  auto k = std::make_shared<std::vector<double>>(r.kernel, r.kernel + r.kh * r.kw);
+  auto ki = std::make_shared<std::vector<double>>();
+  if (r.kernel_imag) ki->assign(r.kernel_imag, r.kernel_imag + r.kh * r.kw);
+  const PlanFactory factory = m.factory;
+  plan->remake_for_rows = [factory, r, k, ki](std::int64_t rows) {
+    PlanRequest q = r;
+    q.kernel = k->data();
+    q.kernel_imag = ki->empty() ? nullptr : ki->data();
+    q.ih = rows;
+    return factory(q);
+  };
+  return plan;
 }
 }  // namespace
 
@@ -216,6 +231,72 @@ std::unique_ptr<Plan> make_entry_plan(const std::string& method, const std::stri
 }
 
 void Plan::execute(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) {
+  check_shapes(in, out);
+  run(in, out, stream);
+}
+
+void Plan::execute_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Tensor2D& out,
+                         std::int64_t out_batch_stride, std::int64_t batch,
+                         std::uintptr_t stream) {
+  if (batch < 1) throw ValueError("a stack needs at least one image, got batch=" +
+                                  std::to_string(batch));
+  check_shapes(in, out);
+  // images may not overlap within a stack (an output written twice, or an input read as output)
+  if (batch > 1 && (in_batch_stride < in.rows * in.row_stride ||
+                    out_batch_stride < out.rows * out.row_stride))
+    throw ValueError("batch stride smaller than one image");
+  run_batch(in, in_batch_stride, out, out_batch_stride, batch, stream);
+}
+
+void Plan::run_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Tensor2D& out,
+                     std::int64_t out_batch_stride, std::int64_t batch, std::uintptr_t stream) {
+  const std::size_t ies = dtype_size(in.dtype), oes = dtype_size(out.dtype);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    Tensor2D i = in, o = out;
+    i.data = static_cast<char*>(in.data) + b * in_batch_stride * ies;
+    o.data = static_cast<char*>(out.data) + b * out_batch_stride * oes;
+    run(i, o, stream);
+  }
+}
+
+void Plan::execute_gather(const HostGather& in, const Tensor2D& out,
+                          std::int64_t out_batch_stride, std::int64_t batch,
+                          std::uintptr_t stream) {
+  if (batch < 1) throw ValueError("a stack needs at least one image, got batch=" +
+                                  std::to_string(batch));
+  if (in.src.on_device || out.on_device)
+    throw ValueError("padding while staging takes host arrays only");
+  if (in.src.dtype == DType::c64 || in.src.dtype == DType::c128)
+    throw ValueError("padding while staging takes real storage; pad complex data on the host");
+  if (in.src.dtype != out.dtype || in.src.rows < 1 || in.src.cols < 1 || !in.row_src ||
+      !in.col_src || in.src.row_stride < in.src.cols)
+    throw ValueError("bad host gather description");
+  if (in.pad_top < 0 || in.pad_left < 0 || in.pad_top + in.src.rows > ih_ ||
+      in.pad_left + in.src.cols > iw_)
+    throw ValueError("the source image does not fit the plan's padded image shape");
+  for (std::int64_t r = 0; r < ih_; ++r)
+    if (in.row_src[r] < -1 || in.row_src[r] >= in.src.rows)
+      throw ValueError("row_src holds a row outside the source image");
+  for (std::int64_t c = 0; c < iw_; ++c)
+    if (in.col_src[c] < -1 || in.col_src[c] >= in.src.cols)
+      throw ValueError("col_src holds a column outside the source image");
+  Tensor2D padded = in.src;
+  padded.rows = ih_;
+  padded.cols = iw_;
+  padded.row_stride = iw_;
+  check_shapes(padded, out);
+  if (batch > 1 && (in.src_batch_stride < in.src.rows * in.src.row_stride ||
+                    out_batch_stride < out.rows * out.row_stride))
+    throw ValueError("batch stride smaller than one image");
+  run_gather(in, out, out_batch_stride, batch, stream);
+}
+
+void Plan::run_gather(const HostGather&, const Tensor2D&, std::int64_t, std::int64_t,
+                      std::uintptr_t) {
+  throw ValueError("only CUDA plans pad host images while staging them; pad on the host");
+}
+
+void Plan::check_shapes(const Tensor2D& in, const Tensor2D& out) const {
   const DType want = complex_ ? complex_storage_dtype(precision_) : storage_dtype(precision_);
   auto shape = [](std::int64_t a, std::int64_t b) {
     return "(" + std::to_string(a) + ", " + std::to_string(b) + ")";
@@ -234,7 +315,6 @@ void Plan::execute(const Tensor2D& in, const Tensor2D& out, std::uintptr_t strea
     throw ValueError("row stride smaller than the row length");
   if (in.on_device != out.on_device)
     throw ValueError("input and output must both be on the host or both on the device");
-  run(in, out, stream);
 }
 
 }  // namespace tc

@@ -2,6 +2,7 @@
 // the factory of its Plan. methods(), dispatch ("auto" included), tests and benchmarks all read it.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,19 @@ struct PlanRequest {
   double range_sigma = 0.0;
 };
 
+// A host image or (B, H, W) stack padded as it is staged to the device (CUDA plans), so the
+// caller never writes a padded copy: padded row r of an image is source row r - pad_top inside
+// the source, else row_src[r] (-1: the fill value); columns likewise through col_src. row_src
+// and col_src have one entry per padded row / column of the plan's image shape.
+struct HostGather {
+  Tensor2D src;  // image 0, unpadded, host memory, the plan's storage dtype
+  std::int64_t src_batch_stride = 0;
+  const std::int64_t* row_src = nullptr;
+  const std::int64_t* col_src = nullptr;
+  std::int64_t pad_top = 0, pad_left = 0;
+  double fill = 0.0;
+};
+
 // Prepared kernel state (+ device workspace) for one kernel, image shape and precision.
 // Every method computes only the *valid* correlation: out[i,j] = sum_uv in[i+u, j+v] * k[u,v].
 class Plan {
@@ -42,7 +56,22 @@ class Plan {
 
   // Checks shapes and dtypes, then runs. `stream` is a cudaStream_t as an integer (0: default).
   void execute(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream);
+  // A (batch, rows, cols) stack: image b of `in` starts at in.data + b * in_batch_stride
+  // elements (likewise `out`); in/out describe image 0. One call for the whole stack, the kernel
+  // state shared; batch >= 1.
+  void execute_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Tensor2D& out,
+                     std::int64_t out_batch_stride, std::int64_t batch, std::uintptr_t stream);
+  // Host input padded while staged (HostGather), `batch` images; out is host memory. CUDA
+  // plans only (others: ValueError); the caller pads for them.
+  void execute_gather(const HostGather& in, const Tensor2D& out, std::int64_t out_batch_stride,
+                      std::int64_t batch, std::uintptr_t stream);
 
+  // Set by make_plan: the same method, kernel and precision over images of `rows` padded rows
+  // and the same width (CUDA plans run a large host image as row bands through one of these).
+  std::function<std::unique_ptr<Plan>(std::int64_t rows)> remake_for_rows;
+
+  std::int64_t in_rows() const { return ih_; }  // the (padded) image shape it was made for
+  std::int64_t in_cols() const { return iw_; }
   std::int64_t out_rows() const { return ih_ - kh_ + 1; }
   std::int64_t out_cols() const { return iw_ - kw_ + 1; }
   Precision precision() const { return precision_; }
@@ -50,6 +79,15 @@ class Plan {
 
  protected:
   virtual void run(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) = 0;
+  // Default: run() image after image (CudaPlan overrides it: one device check, host stacks
+  // pipelined through pinned staging, batched launches where a method has them).
+  virtual void run_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Tensor2D& out,
+                         std::int64_t out_batch_stride, std::int64_t batch,
+                         std::uintptr_t stream);
+  void check_shapes(const Tensor2D& in, const Tensor2D& out) const;  // execute's checks
+  virtual void run_gather(const HostGather& in, const Tensor2D& out,
+                          std::int64_t out_batch_stride, std::int64_t batch,
+                          std::uintptr_t stream);
   std::int64_t kh_, kw_, ih_, iw_;
   Precision precision_;
   bool complex_;

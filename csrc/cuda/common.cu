@@ -59,44 +59,76 @@ CudaPlan::CudaPlan(const PlanRequest& r) : Plan(r) {
   TC_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
 }
 
+void CudaPlan::check_device_input(const Tensor2D& in) const {
+  cudaPointerAttributes attr{};
+  TC_CUDA_CHECK(cudaPointerGetAttributes(&attr, in.data));
+  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
+    throw ValueError("input marked as device memory is not CUDA device memory");
+  if (attr.device != device_)
+    throw ValueError("input is on CUDA device " + std::to_string(attr.device) +
+                     " but the plan was made on device " + std::to_string(device_));
+}
+
+namespace {
+// The plan's device is current for the call; the caller's device comes back afterwards.
+struct DeviceScope {
+  int prev = 0;
+  explicit DeviceScope(int dev) {
+    TC_CUDA_CHECK(cudaGetDevice(&prev));
+    if (prev != dev) TC_CUDA_CHECK(cudaSetDevice(dev));
+  }
+  ~DeviceScope() { cudaSetDevice(prev); }
+};
+
+HostGather whole(const Tensor2D& in, std::int64_t batch_stride) {
+  HostGather g;  // no padding: every padded row and column is inside the source
+  g.src = in;
+  g.src_batch_stride = batch_stride;
+  return g;
+}
+}  // namespace
+
 void CudaPlan::run(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream_id) {
   auto stream = reinterpret_cast<cudaStream_t>(stream_id);
-  int prev = 0;
-  TC_CUDA_CHECK(cudaGetDevice(&prev));
-  if (prev != device_) TC_CUDA_CHECK(cudaSetDevice(device_));
-  struct Restore {
-    int dev;
-    ~Restore() { cudaSetDevice(dev); }
-  } restore{prev};
-
+  DeviceScope scope(device_);
   if (in.on_device) {
-    cudaPointerAttributes attr{};
-    TC_CUDA_CHECK(cudaPointerGetAttributes(&attr, in.data));
-    if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
-      throw ValueError("input marked as device memory is not CUDA device memory");
-    if (attr.device != device_)
-      throw ValueError("input is on CUDA device " + std::to_string(attr.device) +
-                       " but the plan was made on device " + std::to_string(device_));
+    check_device_input(in);
     run_device(in, out, stream);
     return;
   }
-  // Host arrays: stage through reusable device buffers, then wait so the host sees the result.
+  host_pipeline(whole(in, 0), out, 0, 1, stream);
+}
+
+void CudaPlan::run_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Tensor2D& out,
+                         std::int64_t out_batch_stride, std::int64_t batch,
+                         std::uintptr_t stream_id) {
+  auto stream = reinterpret_cast<cudaStream_t>(stream_id);
+  DeviceScope scope(device_);
+  if (in.on_device) {
+    check_device_input(in);
+    run_device_batch(in, in_batch_stride, out, out_batch_stride, batch, stream);
+    return;
+  }
+  host_pipeline(whole(in, in_batch_stride), out, out_batch_stride, batch, stream);
+}
+
+void CudaPlan::run_gather(const HostGather& in, const Tensor2D& out,
+                          std::int64_t out_batch_stride, std::int64_t batch,
+                          std::uintptr_t stream_id) {
+  DeviceScope scope(device_);
+  host_pipeline(in, out, out_batch_stride, batch, reinterpret_cast<cudaStream_t>(stream_id));
+}
+
+void CudaPlan::run_device_batch(const Tensor2D& in, std::int64_t in_batch_stride,
+                                const Tensor2D& out, std::int64_t out_batch_stride,
+                                std::int64_t batch, cudaStream_t stream) {
   const std::size_t es = dtype_size(in.dtype);
-  stage_in_.ensure(in.bytes());
-  stage_out_.ensure(out.bytes());
-  Tensor2D din = in, dout = out;
-  din.data = stage_in_.get();
-  din.row_stride = in.cols;
-  din.on_device = true;
-  dout.data = stage_out_.get();
-  dout.row_stride = out.cols;
-  dout.on_device = true;
-  TC_CUDA_CHECK(cudaMemcpy2DAsync(din.data, in.cols * es, in.data, in.row_stride * es,
-                                  in.cols * es, in.rows, cudaMemcpyHostToDevice, stream));
-  run_device(din, dout, stream);
-  TC_CUDA_CHECK(cudaMemcpy2DAsync(out.data, out.row_stride * es, dout.data, out.cols * es,
-                                  out.cols * es, out.rows, cudaMemcpyDeviceToHost, stream));
-  TC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    Tensor2D i = in, o = out;
+    i.data = static_cast<char*>(in.data) + b * in_batch_stride * es;
+    o.data = static_cast<char*>(out.data) + b * out_batch_stride * es;
+    run_device(i, o, stream);
+  }
 }
 
 }  // namespace cuda

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "../core/registry.hpp"
 
@@ -47,6 +48,11 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+struct HostStager;  // host_pipeline.cu: pinned rings, streams and band plan of host arrays
+struct HostStagerDelete {
+  void operator()(HostStager* s) const;  // host_pipeline.cu, where the type is complete
+};
+
 class CudaPlan : public Plan {
  public:
   explicit CudaPlan(const PlanRequest& r);
@@ -54,13 +60,28 @@ class CudaPlan : public Plan {
  protected:
   // in/out are device arrays; launch on `stream`, check each launch, do not synchronize.
   virtual void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) = 0;
+  // A device stack (image b at data + b * *_batch_stride elements). Default: run_device image
+  // after image on `stream`; a method with a batched launch overrides it.
+  virtual void run_device_batch(const Tensor2D& in, std::int64_t in_batch_stride,
+                                const Tensor2D& out, std::int64_t out_batch_stride,
+                                std::int64_t batch, cudaStream_t stream);
   int device() const { return device_; }
   int sm_count() const { return sm_count_; }
 
  private:
   void run(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) final;
+  void run_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Tensor2D& out,
+                 std::int64_t out_batch_stride, std::int64_t batch,
+                 std::uintptr_t stream) final;
+  void run_gather(const HostGather& in, const Tensor2D& out, std::int64_t out_batch_stride,
+                  std::int64_t batch, std::uintptr_t stream) final;
+  void check_device_input(const Tensor2D& in) const;
+  // Host arrays (host_pipeline.cu): images, or row bands of large ones, staged through pinned
+  // rings on copy streams so H2D, compute and D2H of consecutive chunks overlap.
+  void host_pipeline(const HostGather& in, const Tensor2D& out, std::int64_t out_batch_stride,
+                     std::int64_t batch, cudaStream_t caller);
   int device_ = 0, sm_count_ = 0;
-  DeviceBuffer stage_in_, stage_out_;  // reused across calls with host arrays
+  std::unique_ptr<HostStager, HostStagerDelete> stager_;  // made at the first host call
 };
 
 inline int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }

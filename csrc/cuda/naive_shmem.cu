@@ -36,6 +36,7 @@ __global__ void __launch_bounds__(BX* BY)
     shmem_kernel(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
                  int iw, typename Prec<P>::Store* __restrict__ out, std::int64_t out_stride,
                  int oh, int ow, int kh, int kw, int pitch,
+                 std::int64_t in_bstride, std::int64_t out_bstride,  // image blockIdx.z of a stack
                  const typename Prec<P>::Vec* __restrict__ kglob,
                  const __grid_constant__ Coefs<typename Prec<P>::Vec, (KCAP > 0 ? KCAP : 1)> kc) {
   using T = Prec<P>;
@@ -47,6 +48,8 @@ __global__ void __launch_bounds__(BX* BY)
 
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int ox0 = blockIdx.x * BX * W;
+  in += blockIdx.z * in_bstride;
+  out += blockIdx.z * out_bstride;
   for (int oy0 = blockIdx.y * OH; oy0 < oh; oy0 += gridDim.y * OH) {
     Vec acc[R];
 #pragma unroll
@@ -122,15 +125,26 @@ class ShmemPlan final : public CudaPlan {
 
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
+    run_device_batch(in, 0, out, 0, 1, stream);
+  }
+  // One launch per 65535 images (gridDim.z): small images fill the card together.
+  void run_device_batch(const Tensor2D& in, std::int64_t in_bstride, const Tensor2D& out,
+                        std::int64_t out_bstride, std::int64_t batch,
+                        cudaStream_t stream) override {
     constexpr int OH = BY * rows_per_thread<P>();
     const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
     const dim3 block(BX, BY);
-    const dim3 grid(ceil_div(ow, BX * T::W), std::min(ceil_div(oh, OH), 65535));
-    shmem_kernel<P, KCAP><<<grid, block, smem_, stream>>>(
-        in.ptr<typename T::Store>(), in.row_stride, static_cast<int>(in.rows),
-        static_cast<int>(in.cols), out.ptr<typename T::Store>(), out.row_stride, oh, ow,
-        static_cast<int>(kh_), static_cast<int>(kw_), pitch_, coef_.get<Vec>(), *kc_);
-    TC_CUDA_LAUNCH_CHECK();
+    for (std::int64_t b0 = 0; b0 < batch; b0 += 65535) {
+      const dim3 grid(ceil_div(ow, BX * T::W), std::min(ceil_div(oh, OH), 65535),
+                      static_cast<unsigned>(std::min<std::int64_t>(batch - b0, 65535)));
+      shmem_kernel<P, KCAP><<<grid, block, smem_, stream>>>(
+          in.ptr<typename T::Store>() + b0 * in_bstride, in.row_stride,
+          static_cast<int>(in.rows), static_cast<int>(in.cols),
+          out.ptr<typename T::Store>() + b0 * out_bstride, out.row_stride, oh, ow,
+          static_cast<int>(kh_), static_cast<int>(kw_), pitch_, in_bstride, out_bstride,
+          coef_.get<Vec>(), *kc_);
+      TC_CUDA_LAUNCH_CHECK();
+    }
   }
 
  private:

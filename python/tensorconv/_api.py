@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from . import _core, _cpu_cost, _plan_cache
-from ._arrays import backend_of
+from ._arrays import backend_of, pad_sources
 from .methods import methods as _methods
 from .methods import takes_complex
 
@@ -50,15 +50,20 @@ def result_dtype(*dtype_strs: str) -> np.dtype:
     return np.result_type(*[np.dtype(d) if d != "bfloat16" else np.float32 for d in dtype_strs])
 
 
-def _check_array(x, backend, name: str):
+def _check_array(x, backend, name: str, ndims=(2,)):
     kind = backend.dtype_kind(x)
     if kind not in "biufc":
         raise TypeError(f"{name} has dtype {backend.dtype_str(x)}; expected a numeric array "
                         "(bool, integer, floating or complex)")
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array, got ndim={x.ndim}")
-    if x.shape[0] == 0 or x.shape[1] == 0:
-        raise ValueError(f"{name} is empty (shape {tuple(x.shape)})")
+    if x.ndim not in ndims:
+        want = {(2,): "a 2-D array", (3,): "a 3-D array (a (B, H, W) stack)",
+                (2, 3): "a 2-D array (one image) or a 3-D array (a (B, H, W) stack)"}[ndims]
+        hint = (" (pass batch=True for a (B, H, W) stack of images)"
+                if x.ndim == 3 and 3 not in ndims and name == "in1" else "")
+        raise ValueError(f"{name} must be {want}, got ndim={x.ndim}{hint}")
+    if 0 in tuple(x.shape):
+        what = " (a stack of no images)" if x.ndim == 3 and x.shape[0] == 0 else ""
+        raise ValueError(f"{name} is empty{what} (shape {tuple(x.shape)})")
 
 
 def _check_precision(precision: str) -> str:
@@ -296,6 +301,7 @@ class Plan:
             if auto and method in _FINITE_FALLBACK else None)
         self._k64, self._ki64, self._padded = k64, ki64, (ph, pw)
         self._plan_c = None  # the method's own complex plan, made at the first complex call
+        self._sources = None  # host padding as source indices (CUDA plans, made at first use)
         self._plan_fi = None  # the finite fallback's plan of the kernel's imaginary part
         # the imaginary part's plan (for methods without a complex plan); none where it is zero
         self._plan_i = (_core.make_plan(method, ki64, ph, pw, self.precision)
@@ -321,18 +327,45 @@ class Plan:
                 f"boundary={self.boundary!r})")
 
     def _real(self, b, plan, image, fill, storage=None):
-        """One valid correlation of an image (any dtype; complex with `storage` complex) with one
-        core plan."""
+        """One valid correlation of an image, or of every image of a (B, H, W) stack (any dtype;
+        complex with `storage` complex) with one core plan."""
         storage = storage or self.storage
+        if not b.on_device and self._device == "cuda" and storage in ("float16", "float32",
+                                                                       "float64"):
+            return self._host_staged(b, plan, b.to_storage(image, storage), fill, storage)
         x = b.pad(b.to_storage(image, storage), self.pads, self.boundary, fill)
-        if b.row_stride(x) != x.shape[1]:
+        if b.row_stride(x) != x.shape[-1]:
             x = b.to_storage(x, storage)
-        out = b.empty(self.out_shape, storage, like=x)
+        out = b.empty(tuple(x.shape[:-2]) + self.out_shape, storage, like=x)
         if plan is self._plan and self._finite_fallback is not None and not b.all_finite(x):
             plan = self._finite_fallback
+        if x.ndim == 3:  # one C++ call: the kernel state is shared, the method batches
+            plan.run_batch(b.pointer(x), x.shape[0], b.batch_stride(x), x.shape[1], x.shape[2],
+                           b.row_stride(x), b.pointer(out), b.batch_stride(out), out.shape[1],
+                           out.shape[2], b.row_stride(out), storage, b.on_device, b.stream(x))
+            return out
         plan.run(b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
                  out.shape[0], out.shape[1], b.row_stride(out), storage, b.on_device,
                  b.stream(x))
+        return out
+
+    def _host_staged(self, b, plan, x, fill, storage):
+        """A host image or stack on a CUDA plan: padded as C++ stages it to the device through
+        pinned buffers, chunks overlapped with compute (no padded copy on the host)."""
+        if plan is self._plan and self._finite_fallback is not None and not (
+                b.all_finite(x) and np.isfinite(fill)):
+            plan = self._finite_fallback
+        if self._sources is None:
+            (t, bo), (l, r) = self.pads
+            self._sources = (pad_sources(self.image_shape[0], t, bo, self.boundary),
+                             pad_sources(self.image_shape[1], l, r, self.boundary))
+        out = b.empty(tuple(x.shape[:-2]) + self.out_shape, storage)
+        batch = x.shape[0] if x.ndim == 3 else 1
+        plan.run_gather(b.pointer(x), batch, b.batch_stride(x) if x.ndim == 3 else 0,
+                        x.shape[-2], x.shape[-1], b.row_stride(x), *self._sources,
+                        self.pads[0][0], self.pads[1][0], float(fill), b.pointer(out),
+                        b.batch_stride(out) if out.ndim == 3 else 0, self.out_shape[0],
+                        self.out_shape[1], b.row_stride(out), storage)
         return out
 
     def _fallback_imag(self):
@@ -349,12 +382,15 @@ class Plan:
                           _COMPLEX_STORAGE[self.precision])
 
     def __call__(self, image):
+        """Correlate one (H, W) image, or every image of a (B, H, W) stack (B >= 1; the result
+        is (B, *out_shape)), with the plan's kernel. NumPy, CuPy and PyTorch-CUDA arrays."""
         b = backend_of(image)
         image = b.asarray(image)
-        _check_array(image, b, "image")
-        if tuple(image.shape) != self.image_shape:
-            raise ValueError(f"plan was made for images of shape {self.image_shape}, got "
-                             f"{tuple(image.shape)}")
+        _check_array(image, b, "image", (2, 3))
+        if tuple(image.shape[-2:]) != self.image_shape:
+            what = "image" if image.ndim == 2 else "stack's images"
+            raise ValueError(f"plan was made for images of shape {self.image_shape}, the "
+                             f"{what} have shape {tuple(image.shape[-2:])}")
         if b.on_device and self._device == "cpu":
             raise ValueError(f"method {self.method!r} runs on the CPU and this image is on a CUDA "
                              "device; pass a NumPy array or choose a CUDA method")
@@ -414,15 +450,20 @@ def _finite_data(b, image, complex_image: bool, fill) -> bool:
 def plan(kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0, method="auto",
          precision=None, convolve=False, device=None) -> Plan:
     """Prepare a reusable correlation (convolve=False) or convolution of `kernel` over images of
-    `image_shape`. `device` ('cpu' or 'cuda') guides method='auto' for host kernels."""
+    `image_shape` (H, W). The plan takes one (H, W) image or a (B, H, W) stack of them (one
+    call, the kernel state prepared once). `device` ('cpu' or 'cuda') guides method='auto' for
+    host kernels."""
     return Plan(kernel, image_shape, mode=mode, boundary=boundary, fillvalue=fillvalue,
                 method=method, precision=precision, convolve=convolve, device=device)
 
 
-def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool, dtype):
+def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool, dtype,
+         batch=False):
     b1, b2 = backend_of(in1), backend_of(in2)
     in1, in2 = b1.asarray(in1), b2.asarray(in2)
-    _check_array(in1, b1, "in1")
+    if not isinstance(batch, (bool, np.bool_)):
+        raise TypeError(f"batch must be True or False, got {batch!r}")
+    _check_array(in1, b1, "in1", (3,) if batch else (2,))
     _check_array(in2, b2, "in2")
     _check_mode(mode)
     rt = result_dtype(b1.dtype_str(in1), b2.dtype_str(in2))
@@ -438,6 +479,9 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
         import scipy.signal as ss  # scipy's own integer arithmetic, exact and wrapped
 
         f = ss.convolve2d if convolve else ss.correlate2d
+        if batch:
+            return np.stack([f(x, in2, mode, boundary, fillvalue) for x in in1]).astype(
+                out_dtype, copy=False)
         return f(in1, in2, mode, boundary, fillvalue).astype(out_dtype, copy=False)
     if "c" in (b1.dtype_kind(in1), b2.dtype_kind(in2)) and isinstance(method, str):
         _check_complex_method(method)
@@ -448,9 +492,13 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
         fill = np.asarray(fill).astype(out_dtype).item()  # scipy casts it to the output type
     swapped = False
     if mode == "valid":
-        s1, s2 = tuple(in1.shape), tuple(in2.shape)
+        s1, s2 = tuple(in1.shape[-2:]), tuple(in2.shape)
         ok1 = all(a >= b for a, b in zip(s1, s2))
         ok2 = all(a <= b for a, b in zip(s1, s2))
+        if batch and not ok1:  # scipy would swap: a stack of kernels is not what was asked
+            raise ValueError("For 'valid' mode with batch=True the images must be at least as "
+                             f"large as the kernel in every dimension (got images {s1} and "
+                             f"kernel {s2})")
         if not (ok1 or ok2):
             raise ValueError("For 'valid' mode, one must be at least as large as the other in "
                              f"every dimension (got {s1} and {s2})")
@@ -458,11 +506,11 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
             in1, in2, b1, b2, swapped = in2, in1, b2, b1, True
     device = "cuda" if b1.on_device else None
     key = None if b2.on_device or not isinstance(method, str) else _plan_cache.key(
-        in2, in1.shape, mode, _check_boundary(boundary), fill, method, precision, convolve,
+        in2, in1.shape[-2:], mode, _check_boundary(boundary), fill, method, precision, convolve,
         device)
     p = _plan_cache.get(key)
     if p is None:
-        p = Plan(in2, in1.shape, mode=mode, boundary=boundary, fillvalue=fill, method=method,
+        p = Plan(in2, in1.shape[-2:], mode=mode, boundary=boundary, fillvalue=fill, method=method,
                  precision=precision, convolve=convolve, device=device)
         _plan_cache.put(key, p)
     out = p(in1)
@@ -492,11 +540,12 @@ def plan_cache_info() -> dict:
 
 def _integer_sums_inexact(in1, in2, b1, b2, rt) -> bool:
     """Whether some sum of products of these integer inputs may reach 2**53 (fp64 then rounds)."""
+    area1 = in1.shape[-2] * in1.shape[-1]  # one image of a stack
     if rt.itemsize <= 2:  # |x| < 2**16: products < 2**32, sums of < 2**21 terms stay exact
-        return min(in1.shape[0] * in1.shape[1], in2.shape[0] * in2.shape[1]) >= 1 << 21
+        return min(area1, in2.shape[0] * in2.shape[1]) >= 1 << 21
     m1 = float(abs(b1.to_host_float64(in1)).max())
     m2 = float(abs(b2.to_host_float64(in2)).max())
-    terms = min(in1.shape[0] * in1.shape[1], in2.shape[0] * in2.shape[1])
+    terms = min(area1, in2.shape[0] * in2.shape[1])
     return m1 * m2 * terms >= 2.0**53
 
 
@@ -506,19 +555,21 @@ def _dtype_doc(f):
         "fp64 sums,\n    wrapped as scipy's integer arithmetic wraps them; where sums may pass "
         "2**53, scipy\n    itself computes them); float and complex inputs give the precision's "
         "storage (float16,\n    float32, float64; complex64 for fp32, complex128 for fp64). "
-        "`dtype` asks for another,\n    e.g. dtype=np.float64 for exact wide integer results.")
+        "`dtype` asks for another,\n    e.g. dtype=np.float64 for exact wide integer results."
+        "\n\n    batch=True: in1 is a (B, H, W) stack (B >= 1) and every image is processed with "
+        "the one\n    kernel in one call (result (B, ...)); the default is scipy's 2-D behaviour.")
     return f
 
 
 @_dtype_doc
 def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="auto",
-                precision=None, dtype=None):
+                precision=None, dtype=None, batch=False):
     """Cross-correlate two 2-D arrays, as scipy.signal.correlate2d, by any registry method."""
-    return _run(in1, in2, mode, boundary, fillvalue, method, precision, False, dtype)
+    return _run(in1, in2, mode, boundary, fillvalue, method, precision, False, dtype, batch)
 
 
 @_dtype_doc
 def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="auto",
-               precision=None, dtype=None):
+               precision=None, dtype=None, batch=False):
     """Convolve two 2-D arrays, as scipy.signal.convolve2d, by any registry method."""
-    return _run(in1, in2, mode, boundary, fillvalue, method, precision, True, dtype)
+    return _run(in1, in2, mode, boundary, fillvalue, method, precision, True, dtype, batch)

@@ -22,6 +22,16 @@ def boundary_indices(n: int, before: int, after: int, boundary: str) -> np.ndarr
     return np.pad(np.arange(n), (before, after), mode=mode)
 
 
+def pad_sources(n: int, before: int, after: int, boundary: str) -> np.ndarray:
+    """Source index of every padded position, -1 where 'fill' puts the fill value (CUDA plans
+    pad host images this way while staging them)."""
+    if boundary == "fill":
+        idx = np.arange(-before, n + after, dtype=np.int64)
+        idx[(idx < 0) | (idx >= n)] = -1
+        return idx
+    return boundary_indices(n, before, after, boundary).astype(np.int64)
+
+
 class NumpyBackend:
     """Host arrays. CupyBackend reuses every array operation through `xp`."""
 
@@ -93,13 +103,14 @@ class NumpyBackend:
         (t, b), (l, r) = pads
         if t == b == l == r == 0:
             return x
+        h, w = x.shape[-2:]  # the last two axes: a (B, H, W) stack pads each image
         if boundary == "fill":
-            out = xp.full((x.shape[0] + t + b, x.shape[1] + l + r), fillvalue, dtype=x.dtype)
-            out[t : t + x.shape[0], l : l + x.shape[1]] = x
+            out = xp.full((*x.shape[:-2], h + t + b, w + l + r), fillvalue, dtype=x.dtype)
+            out[..., t : t + h, l : l + w] = x
             return out
-        ri = xp.asarray(boundary_indices(x.shape[0], t, b, boundary))
-        ci = xp.asarray(boundary_indices(x.shape[1], l, r, boundary))
-        return xp.ascontiguousarray(x[ri[:, None], ci[None, :]])
+        ri = xp.asarray(boundary_indices(h, t, b, boundary))
+        ci = xp.asarray(boundary_indices(w, l, r, boundary))
+        return xp.ascontiguousarray(x[..., ri[:, None], ci[None, :]])
 
     def empty(self, shape, dtype: str, like=None):
         return self.xp.empty(shape, dtype=_NP_DTYPES[dtype])
@@ -110,6 +121,11 @@ class NumpyBackend:
 
     @staticmethod
     def row_stride(x) -> int:
+        return x.strides[-2] // x.itemsize
+
+    @staticmethod
+    def batch_stride(x) -> int:
+        """Elements between the images of a (B, H, W) stack."""
         return x.strides[0] // x.itemsize
 
     def stream(self, x) -> int:
@@ -212,14 +228,15 @@ class TorchBackend:
         (t, b), (l, r) = pads
         if t == b == l == r == 0:
             return x
+        h, w = x.shape[-2:]  # the last two axes: a (B, H, W) stack pads each image
         if boundary == "fill":
-            out = torch.full((x.shape[0] + t + b, x.shape[1] + l + r), fillvalue, dtype=x.dtype,
+            out = torch.full((*x.shape[:-2], h + t + b, w + l + r), fillvalue, dtype=x.dtype,
                              device=x.device)
-            out[t : t + x.shape[0], l : l + x.shape[1]] = x
+            out[..., t : t + h, l : l + w] = x
             return out
-        ri = torch.as_tensor(boundary_indices(x.shape[0], t, b, boundary), device=x.device)
-        ci = torch.as_tensor(boundary_indices(x.shape[1], l, r, boundary), device=x.device)
-        return x[ri[:, None], ci[None, :]].contiguous()
+        ri = torch.as_tensor(boundary_indices(h, t, b, boundary), device=x.device)
+        ci = torch.as_tensor(boundary_indices(w, l, r, boundary), device=x.device)
+        return x[..., ri[:, None], ci[None, :]].contiguous()
 
     def empty(self, shape, dtype: str, like=None):
         return self.torch.empty(shape, dtype=self._dt[dtype], device=like.device)
@@ -230,6 +247,10 @@ class TorchBackend:
 
     @staticmethod
     def row_stride(x) -> int:
+        return int(x.stride(-2))
+
+    @staticmethod
+    def batch_stride(x) -> int:
         return int(x.stride(0))
 
     def stream(self, x) -> int:

@@ -1,0 +1,210 @@
+"""(B, H, W) stacks through Plan and correlate2d/convolve2d(batch=True), and host arrays on CUDA
+plans (padded while staged, pipelined in images or row bands): equal to a loop of single calls
+and within tests/bounds.py of scipy in float64."""
+
+import numpy as np
+import pytest
+import scipy.signal
+from bounds import rel_l2_bound
+from conftest import require_available
+
+import tensorconv as tc
+from tensorconv._arrays import pad_sources
+from tensorconv.metrics import relative_l2
+
+MODES = ("full", "valid", "same")
+BOUNDARIES = ("fill", "wrap", "symm")
+
+
+def _scipy_stack(stack, kernel, mode, boundary, fillvalue=0, convolve=False):
+    f = scipy.signal.convolve2d if convolve else scipy.signal.correlate2d
+    return np.stack([f(x, kernel, mode, boundary, fillvalue) for x in stack])
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("precision", ["fp64", "fp32"])
+def test_cpu_stack_matches_loop_and_scipy(mode, boundary, precision):
+    rng = np.random.default_rng(1)
+    stack = rng.standard_normal((4, 23, 31))
+    kernel = rng.standard_normal((5, 4))
+    out = tc.correlate2d(stack, kernel, mode, boundary, 0.5, method="direct",
+                         precision=precision, batch=True)
+    loop = np.stack([tc.correlate2d(x, kernel, mode, boundary, 0.5, method="direct",
+                                    precision=precision) for x in stack])
+    ref = _scipy_stack(stack, kernel, mode, boundary, 0.5)
+    assert out.shape == ref.shape == loop.shape
+    np.testing.assert_array_equal(out, loop)  # the same plan image by image
+    assert relative_l2(out, ref) <= rel_l2_bound("direct", precision)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cpu_convolve_stack_and_plan(mode):
+    rng = np.random.default_rng(2)
+    stack = rng.standard_normal((3, 17, 12))
+    kernel = rng.standard_normal((3, 6))
+    out = tc.convolve2d(stack, kernel, mode, "symm", batch=True, method="direct")
+    ref = _scipy_stack(stack, kernel, mode, "symm", convolve=True)
+    assert relative_l2(out, ref) <= rel_l2_bound("direct", "fp64")
+    p = tc.plan(kernel, (17, 12), mode=mode, boundary="symm", convolve=True, method="direct")
+    np.testing.assert_array_equal(p(stack), out)
+    np.testing.assert_array_equal(p(stack[1]), out[1])  # 2-D images still work
+
+
+def test_cpu_stack_b1_complex_and_integers():
+    rng = np.random.default_rng(3)
+    one = rng.standard_normal((1, 9, 10))
+    k = rng.standard_normal((3, 3))
+    out = tc.correlate2d(one, k, batch=True, method="direct")
+    assert out.shape == (1, 11, 12)
+    np.testing.assert_array_equal(out[0], tc.correlate2d(one[0], k, method="direct"))
+    z = one + 1j * rng.standard_normal((1, 9, 10))
+    zk = k - 0.5j * k
+    out = tc.correlate2d(z, zk, "same", batch=True, method="direct")
+    ref = _scipy_stack(z, zk, "same", "fill")
+    assert relative_l2(out, ref) <= rel_l2_bound("direct", "fp64")
+    ints = rng.integers(-50, 50, (2, 8, 7)).astype(np.int16)
+    out = tc.correlate2d(ints, np.ones((2, 2), np.int16), batch=True)
+    ref = _scipy_stack(ints, np.ones((2, 2), np.int16), "full", "fill")
+    assert out.dtype == ref.dtype
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_stack_errors():
+    k = np.ones((3, 3))
+    with pytest.raises(ValueError, match="stack of no images"):
+        tc.correlate2d(np.zeros((0, 8, 8)), k, batch=True)
+    with pytest.raises(ValueError, match="3-D"):
+        tc.correlate2d(np.zeros((8, 8)), k, batch=True)
+    with pytest.raises(ValueError, match="batch=True"):
+        tc.correlate2d(np.zeros((2, 8, 8)), k)
+    with pytest.raises(ValueError, match="2-D"):
+        tc.correlate2d(np.zeros((2, 8, 8)), np.ones((2, 3, 3)), batch=True)
+    with pytest.raises(ValueError, match="at least as large"):
+        tc.correlate2d(np.zeros((2, 2, 2)), k, "valid", batch=True)
+    with pytest.raises(TypeError, match="batch"):
+        tc.correlate2d(np.zeros((2, 8, 8)), k, batch="yes")
+    p = tc.plan(k, (8, 8), method="direct")
+    with pytest.raises(ValueError, match="stack of no images"):
+        p(np.zeros((0, 8, 8)))
+    with pytest.raises(ValueError, match="shape"):
+        p(np.zeros((2, 8, 9)))
+    with pytest.raises(ValueError, match="2-D array .one image. or a 3-D"):
+        p(np.zeros((1, 2, 8, 8)))
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+def test_pad_sources_is_np_pad(boundary):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, 7))
+    for pads in [((2, 3), (1, 4)), ((7, 9), (8, 0)), ((0, 0), (0, 0))]:
+        ri = pad_sources(5, *pads[0], boundary)
+        ci = pad_sources(7, *pads[1], boundary)
+        got = np.where((ri[:, None] < 0) | (ci[None, :] < 0), -2.5, x[ri[:, None], ci[None, :]])
+        if boundary == "fill":
+            want = np.pad(x, pads, constant_values=-2.5)
+        else:
+            want = np.pad(x, pads, mode={"wrap": "wrap", "symm": "symmetric"}[boundary])
+        np.testing.assert_array_equal(got, want)
+
+
+# ---- GPU ----------------------------------------------------------------------------------
+# The methods 'auto' picks on the GPU (and toeplitz_tc), with a precision each supports.
+GPU_CASES = [("im2tensor_fused", "fp16fp32"), ("im2tensor_fused", "fp32"),
+             ("naive_shmem", "fp32"), ("naive_shmem", "fp64"), ("fft", "fp32"),
+             ("separable", "fp32"), ("toeplitz_tc", "fp16fp32"), ("toeplitz_tc", "fp32")]
+_STORE = {"fp16fp32": np.float16, "fp32": np.float32, "fp64": np.float64}
+
+
+def _device_arrays(kind, x):
+    if kind == "cupy":
+        cp = pytest.importorskip("cupy")
+        return cp.asarray(x), cp.asnumpy
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        return torch.as_tensor(x, device="cuda"), lambda t: t.cpu().numpy()
+    return x, np.asarray
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["numpy", "cupy", "torch"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("method,precision", GPU_CASES)
+def test_gpu_stack_matches_loop_and_scipy(method, precision, mode, kind):
+    require_available(method)
+    rng = np.random.default_rng(5)
+    kernel = rng.standard_normal((7, 7))
+    if method == "separable":
+        kernel = np.outer(rng.standard_normal(7), rng.standard_normal(7))
+    host = rng.standard_normal((5, 96, 130)).astype(_STORE[precision])
+    stack, back = _device_arrays(kind, host)
+    p = tc.plan(kernel, (96, 130), mode=mode, boundary="symm", method=method,
+                precision=precision)
+    out = back(p(stack))
+    loop = np.stack([back(p(stack[i])) for i in range(5)])
+    np.testing.assert_array_equal(out, loop)
+    ref = _scipy_stack(host.astype(np.float64), kernel, mode, "symm")
+    assert relative_l2(out, ref) <= rel_l2_bound(method, precision)
+    b1 = back(tc.correlate2d(stack[:1], kernel, mode, "symm", method=method,
+                             precision=precision, batch=True))
+    np.testing.assert_array_equal(b1, out[:1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("method", ["naive_shmem", "fft"])
+def test_gpu_host_bands_equal_one_shot(method, mode, boundary):
+    """A NumPy image tall enough to run as row bands through pinned staging (12 MB and more):
+    the result equals the device one-shot call (bit for bit for naive_shmem, whose sum does not
+    depend on where an output sits; cuFFT's band transforms round differently) and scipy."""
+    require_available(method)
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng(6)
+    image = rng.standard_normal((1100, 4096)).astype(np.float32)
+    kernel = rng.standard_normal((5, 6))
+    p = tc.plan(kernel, image.shape, mode=mode, boundary=boundary, fillvalue=-1.25,
+                method=method, precision="fp32")
+    host = p(image)
+    dev = cp.asnumpy(p(cp.asarray(image)))
+    assert isinstance(host, np.ndarray) and host.shape == dev.shape
+    if method == "naive_shmem":
+        np.testing.assert_array_equal(host, dev)
+    else:
+        assert relative_l2(host, dev) <= rel_l2_bound(method, "fp32")
+    ref = scipy.signal.correlate2d(image.astype(np.float64), kernel, mode, boundary, -1.25)
+    assert relative_l2(host, ref) <= rel_l2_bound(method, "fp32")
+
+
+@pytest.mark.gpu
+def test_gpu_host_stack_of_banded_images():
+    require_available("naive_shmem")
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng(7)
+    stack = rng.standard_normal((3, 1000, 4096)).astype(np.float32)
+    kernel = rng.standard_normal((5, 5))
+    p = tc.plan(kernel, stack.shape[1:], mode="same", method="naive_shmem", precision="fp32")
+    host = p(stack)
+    np.testing.assert_array_equal(host, cp.asnumpy(p(cp.asarray(stack))))
+    np.testing.assert_array_equal(host[2], p(stack[2]))
+
+
+@pytest.mark.gpu
+def test_gpu_host_non_finite_and_fp16():
+    """Host images with NaN take auto's fallback through the staged path too; fp16 storage."""
+    rng = np.random.default_rng(8)
+    image = rng.random((300, 400)).astype(np.float32)
+    image[100, 100] = np.nan
+    kernel = rng.random((17, 17))  # area > 225: auto picks cuFFT for fp32
+    p = tc.plan(kernel, image.shape, method="auto", precision="fp32", device="cuda")
+    out = p(image)
+    ref = scipy.signal.correlate2d(image.astype(np.float64), kernel)
+    assert np.array_equal(np.isnan(out), np.isnan(ref))
+    ok = np.isfinite(ref)
+    assert relative_l2(out[ok], ref[ok]) <= rel_l2_bound("naive_shmem", "fp32")
+    h = rng.random((2, 64, 80)).astype(np.float16)
+    out = tc.correlate2d(h, kernel[:5, :5], "same", method="naive_shmem", precision="fp16fp32",
+                         batch=True)
+    ref = _scipy_stack(h.astype(np.float64), kernel[:5, :5], "same", "fill")
+    assert out.dtype == np.float16
+    assert relative_l2(out, ref) <= rel_l2_bound("naive_shmem", "fp16fp32")
