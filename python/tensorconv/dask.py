@@ -117,15 +117,12 @@ def _pad_axis(a, axis: int, before: int, after: int, boundary: str, fill):
 
 
 def _valid_block(block, *, kernel, method, precision, convolve, out_dtype, cast):
-    """One chunk (with its halo): a valid correlation per image; 2-D or a (B, H, W) stack."""
+    """One chunk (with its halo): its valid correlation; 2-D or a (B, H, W) stack."""
     f = _api.convolve2d if convolve else _api.correlate2d
-    if block.ndim == 2:
-        out = f(block, kernel, "valid", method=method, precision=precision)
-        return cast(out, out_dtype)
-    outs = [cast(f(img, kernel, "valid", method=method, precision=precision), out_dtype)
-            for img in block]
-    xp = np if not _is_cupy(block) else __import__("cupy")
-    return xp.stack(outs)
+    # a stack's chunk is one batched call (the kernel state prepared once for its images)
+    out = f(block, kernel, "valid", method=method, precision=precision,
+            batch=block.ndim == 3)
+    return cast(out, out_dtype)
 
 
 def _cast(x, dtype):
