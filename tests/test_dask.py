@@ -134,6 +134,8 @@ def test_bad_input():
         tcd.correlate2d(da.ones((8, 8), chunks=4), k, "nope")
     with pytest.raises(ValueError, match="unknown boundary"):
         tcd.correlate2d(da.ones((8, 8), chunks=4), k, boundary="nope")
+    with pytest.raises(ValueError, match="does not support precision 'bf16'"):
+        tcd.correlate2d(da.ones((8, 8), chunks=4), k, method="direct", precision="bf16")
     with pytest.raises(ValueError, match="unknown precision"):
         tcd.correlate2d(da.ones((8, 8), chunks=4), k, precision="fp8")
     with pytest.raises(ValueError, match="at least as large as the kernel"):

@@ -54,6 +54,10 @@ def _resolve_method(method, precision: str, on_device: bool, kernel64, shape) ->
         if method not in rows or rows[method].entry != "correlate2d":
             names = ", ".join(n for n, m in rows.items() if m.entry == "correlate2d")
             raise ValueError(f"unknown method {method!r}; valid methods: auto, {names}")
+        if precision not in rows[method].precisions:
+            raise ValueError(f"method {method!r} does not support precision {precision!r} "
+                             f"(it supports {', '.join(rows[method].precisions)})")
+        # availability is the workers' business (the client may have no GPU)
         return method
     macs = float(shape[0]) * shape[1] * kernel64.shape[0] * kernel64.shape[1]
     m = _api.choose_method(precision, on_device, macs, kernel64, tuple(shape))
