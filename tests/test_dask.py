@@ -209,7 +209,7 @@ def test_cluster_survives_a_killed_worker(client, big):
     """SIGKILL a worker process once it holds a finished chunk: the scheduler recomputes what
     it held on the restarted/remaining worker and the result is still the one-call result."""
     x, _ = big
-    k = np.random.default_rng(7).standard_normal((11, 11))  # ~0.1 s per chunk: time to kill
+    k = np.random.default_rng(7).standard_normal((15, 15))  # ~0.1-0.3 s per chunk: time to kill
     out = tcd.correlate2d(client.persist(da.from_array(x, chunks=1024)), k, "same", "wrap",
                           method="direct")
     fut = client.compute(out)
