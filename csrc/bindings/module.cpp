@@ -131,7 +131,8 @@ PYBIND11_MODULE(_core, m) {
                                  why.empty(), why, info.summary,
                                  info.entry_point ? info.entry_point : "correlate2d",
                                  info.note ? info.note() : std::string(),
-                                 info.complex_native, info.takes_factors));
+                                 info.complex_native, info.takes_factors,
+                                 info.translation_invariant));
     }
     return rows;
   });

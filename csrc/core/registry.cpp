@@ -27,7 +27,8 @@ const std::vector<MethodInfo>& registry() {
       {"direct", Device::cpu, {P::fp16fp32, P::fp32, P::fp64}, 0, &make_direct_plan,
        "CPU direct correlation, threads over rows, register-blocked AVX-512 or AVX2/FMA "
        "kernels (portable fallback)",
-       nullptr, &direct_note},
+       nullptr, &direct_note, /*complex_native=*/false, /*takes_factors=*/false,
+       /*translation_invariant=*/true},
       {"fft_cpu", Device::cpu, {P::fp16fp32, P::fp32, P::fp64}, 0, &make_fft_cpu_plan,
        "CPU product of spectra by pocketfft (scipy.fft, all cores): fast sizes, kernel spectrum "
        "once per plan, overlap-save blocks where cheaper; fp16fp32 transforms in fp32; complex "
@@ -41,11 +42,15 @@ const std::vector<MethodInfo>& registry() {
       {"naive", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
        TC_CUDA_FACTORY(make_naive_plan),
        "CUDA, one thread per output pixel (two in a half2 for fp16), image and kernel from global "
-       "memory (im2tensor paper's \"naive\")"},
+       "memory (im2tensor paper's \"naive\")",
+       nullptr, nullptr, /*complex_native=*/false, /*takes_factors=*/false,
+       /*translation_invariant=*/true},
       {"naive_shmem", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64},
        60, TC_CUDA_FACTORY(make_naive_shmem_plan),
        "CUDA, image tile + apron and kernel chunks in shared memory (constant memory optional), "
-       "register sliding window; any kernel size (im2tensor paper's \"naive + shmem\")"},
+       "register sliding window; any kernel size (im2tensor paper's \"naive + shmem\")",
+       nullptr, nullptr, /*complex_native=*/false, /*takes_factors=*/false,
+       /*translation_invariant=*/true},
       {"separable", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
        TC_CUDA_FACTORY(make_separable_plan),
        "CUDA row + column passes in shared memory (Podlozhnyuk); rank-r kernels as r passes "

@@ -122,6 +122,10 @@ struct MethodInfo {
   bool complex_native = false;
   // Needs PlanRequest's rank factors of the kernel (python/tensorconv/_factors.py makes them).
   bool takes_factors = false;
+  // Every output is the same arithmetic (same operations, same order) wherever it sits in the
+  // image, so a tile of the image (tensorconv.dask's chunks) gives the one-call result bit for
+  // bit. False where the summation depends on position (transforms, tensor-core tiles, atomics).
+  bool translation_invariant = false;
 };
 
 const std::vector<MethodInfo>& registry();

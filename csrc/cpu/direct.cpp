@@ -4,6 +4,7 @@
 // elsewhere (or with TENSORCONV_FORCE_PORTABLE=1) each thread keeps a block of output pixels in registers and streams
 // kernel taps over it, a contiguous multiply-add the compiler vectorizes for the baseline ISA.
 // fp16fp32 widens half storage to float once.
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -14,6 +15,19 @@
 
 namespace tc {
 namespace {
+
+// One multiply-add of the portable path, the same operation for every output (blocks and tails
+// alike), so an output's bits never depend on where it sits: a fused multiply-add where the target
+// has one (where the compiler could otherwise contract some sums and not others), else a product
+// and a sum (no FMA instruction to contract into).
+template <class T>
+inline T madd(T c, T x, T acc) {
+#if defined(FP_FAST_FMA) || defined(__FP_FAST_FMA)
+  return std::fma(c, x, acc);
+#else
+  return acc + c * x;
+#endif
+}
 
 bool use_avx512() { return cpu_use_avx2() && cpu_has_avx512bw() && !cpu_avx2_forced(); }
 
@@ -41,7 +55,7 @@ void correlate_valid(const T* in, std::int64_t in_stride, T* out, std::int64_t o
         const T* kr = k + u * kw;
         for (std::int64_t v = 0; v < kw; ++v) {
           const T c = kr[v];
-          for (std::int64_t b = 0; b < B; ++b) acc[b] += c * r[v + b];
+          for (std::int64_t b = 0; b < B; ++b) acc[b] = madd(c, r[v + b], acc[b]);
         }
       }
       for (std::int64_t b = 0; b < B; ++b) o[j + b] = acc[b];
@@ -51,7 +65,7 @@ void correlate_valid(const T* in, std::int64_t in_stride, T* out, std::int64_t o
       for (std::int64_t u = 0; u < kh; ++u) {
         const T* r = in + (i + u) * in_stride + j;
         const T* kr = k + u * kw;
-        for (std::int64_t v = 0; v < kw; ++v) acc += kr[v] * r[v];
+        for (std::int64_t v = 0; v < kw; ++v) acc = madd(kr[v], r[v], acc);
       }
       o[j] = acc;
     }

@@ -1,7 +1,8 @@
 // AVX2/FMA `direct` (fp32 and fp64), register-blocked as in Kelefouras 2022 section 3.3: a tile of
 // 2 output rows x C vectors of columns stays in registers; each input row is loaded once per tile
 // and feeds both output rows (kernel rows u and u-1), so one load serves two FMAs. Kernel taps are
-// broadcast from memory. Column tails use one-vector tiles, then scalar code. Row pairs are shared
+// broadcast from memory. Column tails use one-vector tiles, then scalar FMAs in the tiles' order
+// (every output is the same FMA chain wherever it sits). Row pairs are shared
 // out by the work-sharing pool (parallel.hpp).
 #include "direct_avx2.hpp"
 
@@ -35,6 +36,9 @@ struct Vec<float> {
   static R bcast(const float* p) { return _mm256_broadcast_ss(p); }
   static R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
   static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
+  static float fma1(float a, float b, float c) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+  }
 };
 template <>
 struct Vec<double> {
@@ -45,6 +49,9 @@ struct Vec<double> {
   static R bcast(const double* p) { return _mm256_broadcast_sd(p); }
   static R fma(R a, R b, R c) { return _mm256_fmadd_pd(a, b, c); }
   static void store(double* p, R v) { _mm256_storeu_pd(p, v); }
+  static double fma1(double a, double b, double c) {
+    return _mm_cvtsd_f64(_mm_fmadd_sd(_mm_set_sd(a), _mm_set_sd(b), _mm_set_sd(c)));
+  }
 };
 
 // Rows output rows (1 or 2) x C vectors starting at (i, j).
@@ -102,11 +109,15 @@ void row_block(const T* in, std::int64_t is, T* out, std::int64_t os, std::int64
   std::int64_t j = 0;
   for (; j + C * n <= ocols; j += C * n) tile<T, Rows, C>(in, is, out, os, i, j, k, kh, kw);
   for (; j + n <= ocols; j += n) tile<T, Rows, 1>(in, is, out, os, i, j, k, kh, kw);
+  // The last columns one at a time, by the tiles' arithmetic: one fused multiply-add per tap in
+  // the same (u, v) order from +0, so an output's bits never depend on its column (translation
+  // invariance: a tile of the same window elsewhere gives the same result).
   for (; j < ocols; ++j)
     for (int r = 0; r < Rows; ++r) {
       T acc = 0;
       for (std::int64_t u = 0; u < kh; ++u)
-        for (std::int64_t v = 0; v < kw; ++v) acc += k[u * kw + v] * in[(i + r + u) * is + j + v];
+        for (std::int64_t v = 0; v < kw; ++v)
+          acc = Vec<T>::fma1(k[u * kw + v], in[(i + r + u) * is + j + v], acc);
       out[(i + r) * os + j] = acc;
     }
 }

@@ -25,6 +25,7 @@ class MethodInfo(NamedTuple):
     note: str
     complex_native: bool
     takes_factors: bool
+    translation_invariant: bool
 
 def methods() -> list[MethodInfo]: ...
 def methods_table() -> str: ...

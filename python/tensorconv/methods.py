@@ -18,6 +18,8 @@ class MethodInfo(NamedTuple):
     note: str = ""  # which code path runs here and why (e.g. AVX2 or portable)
     complex_native: bool = False  # takes complex data itself (else as real parts, see Plan)
     takes_factors: bool = False  # its plan takes the kernel's rank factors (_factors.py)
+    # same arithmetic for every output wherever it sits: tiles (tensorconv.dask) match one call
+    translation_invariant: bool = False
 
 
 def methods() -> list[MethodInfo]:
@@ -36,12 +38,14 @@ def takes_complex(m: MethodInfo) -> str:
 
 def methods_table() -> str:
     """methods() as a Markdown table."""
-    lines = ["| method | device | precisions | complex | available |", "|---|---|---|---|---|"]
+    lines = ["| method | device | precisions | complex | tile-exact | available |",
+             "|---|---|---|---|---|---|"]
     for m in methods():
         avail = "yes" if m.available else f"no: {m.reason}"
         if m.available and m.note:
             avail += f" ({m.note})"
         precs = ", ".join(m.precisions) if m.precisions else f"uint8, via {m.entry}"
         cplx = takes_complex(m) or "no"
-        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {avail} |")
+        exact = "yes" if m.translation_invariant else ("no" if m.entry == "correlate2d" else "-")
+        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {exact} | {avail} |")
     return "\n".join(lines)

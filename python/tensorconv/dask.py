@@ -1,0 +1,241 @@
+"""tensorconv.dask: correlate2d / convolve2d of images larger than one call (or one device) as
+dask arrays, chunk by chunk, with scipy.signal's modes and boundaries.
+
+The whole-array problem is the one a single call solves: pad the image by the mode's widths
+with the boundary's rule, then a valid correlation. Here the padding is done on the dask array
+(thin strips merged into the edge chunks), and every chunk runs one valid correlation over
+itself plus the halo its kernel needs, taken from its neighbours by ``map_overlap``
+(asymmetric: ``before + after = k - 1`` per axis). Methods whose registry row says
+``translation_invariant`` (direct, naive, naive_shmem: every output the same arithmetic
+wherever it sits) then give the one-call result bit for bit; others (FFTs, tensor-core tiles)
+give it within their accuracy bounds. ``method='auto'`` resolves once for the whole image and
+keeps to those methods.
+
+Needs the optional extra: ``pip install "tensorconv[dask]"`` (dask[array], distributed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    import dask.array as da
+except ImportError as e:  # pragma: no cover - the extra is optional
+    raise ImportError("tensorconv.dask needs dask: pip install \"tensorconv[dask]\" "
+                      "(dask[array] and distributed)") from e
+
+from . import _api
+from ._api import _STORAGE, _COMPLEX_STORAGE, _check_boundary, _check_fillvalue, _check_mode
+from ._api import _check_precision, _fill_for, _pads
+from ._arrays import boundary_indices
+from .methods import methods as _methods
+
+__all__ = ["convolve2d", "correlate2d", "exact_methods"]
+
+# per-device fallback of 'auto' when the one-call choice is not translation-invariant
+_EXACT_DEFAULT = {"cpu": "direct", "cuda": "naive_shmem"}
+
+
+def exact_methods() -> list:
+    """Names of the methods whose chunked result equals the one-call result bit for bit (their
+    registry rows say translation_invariant)."""
+    return [m.name for m in _methods() if m.translation_invariant and m.entry == "correlate2d"]
+
+
+def _is_cupy(meta) -> bool:
+    return type(meta).__module__.split(".")[0] == "cupy"
+
+
+def _resolve_method(method, precision: str, on_device: bool, kernel64, shape) -> str:
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a string, got {type(method).__name__}")
+    rows = {m.name: m for m in _methods()}
+    if method != "auto":
+        if method not in rows or rows[method].entry != "correlate2d":
+            names = ", ".join(n for n, m in rows.items() if m.entry == "correlate2d")
+            raise ValueError(f"unknown method {method!r}; valid methods: auto, {names}")
+        if precision not in rows[method].precisions:
+            raise ValueError(f"method {method!r} does not support precision {precision!r} "
+                             f"(it supports {', '.join(rows[method].precisions)})")
+        # availability is the workers' business (the client may have no GPU)
+        return method
+    macs = float(shape[0]) * shape[1] * kernel64.shape[0] * kernel64.shape[1]
+    m = _api.choose_method(precision, on_device, macs, kernel64, tuple(shape))
+    if rows[m].translation_invariant:
+        return m
+    fallback = _EXACT_DEFAULT[rows[m].device]
+    if rows[fallback].available and precision in rows[fallback].precisions:
+        return fallback
+    return m
+
+
+def _safe_chunks(chunks, need: int) -> tuple:
+    """Chunks along one axis merged until each holds at least `need` elements (the halo a
+    neighbour takes from it, and at least one output); unchanged when they already do."""
+    need = max(int(need), 1)
+    if min(chunks) >= need:
+        return tuple(chunks)
+    out, acc = [], 0
+    for c in chunks:
+        acc += c
+        if acc >= need:
+            out.append(acc)
+            acc = 0
+    if acc:
+        if out:
+            out[-1] += acc
+        else:
+            out.append(acc)
+    return tuple(out)
+
+
+def _fill_block(b, fill):
+    xp = np if not _is_cupy(b) else __import__("cupy")
+    return xp.full_like(b, fill)
+
+
+def _pad_axis(a, axis: int, before: int, after: int, boundary: str, fill):
+    """The dask array padded along `axis` by scipy's rule (np.pad's index gather, as the one-call
+    backends pad), the strips merged into the edge chunks."""
+    if before == 0 and after == 0:
+        return a
+    n = a.shape[axis]
+    idx = boundary_indices(n, before, after, "wrap" if boundary == "fill" else boundary)
+    parts = []
+    if before:
+        top = da.take(a, idx[:before], axis=axis)
+        parts.append(top.map_blocks(_fill_block, fill, dtype=a.dtype)
+                     if boundary == "fill" else top)
+    parts.append(a)
+    if after:
+        bot = da.take(a, idx[before + n:], axis=axis)
+        parts.append(bot.map_blocks(_fill_block, fill, dtype=a.dtype)
+                     if boundary == "fill" else bot)
+    out = da.concatenate(parts, axis=axis)
+    c = list(a.chunks[axis])
+    c[0] += before
+    c[-1] += after
+    chunks = list(out.chunks)
+    chunks[axis] = tuple(c)
+    return out.rechunk(tuple(chunks))
+
+
+def _valid_block(block, *, kernel, method, precision, convolve, out_dtype, cast):
+    """One chunk (with its halo): its valid correlation; 2-D or a (B, H, W) stack."""
+    f = _api.convolve2d if convolve else _api.correlate2d
+    # a stack's chunk is one batched call (the kernel state prepared once for its images)
+    out = f(block, kernel, "valid", method=method, precision=precision,
+            batch=block.ndim == 3)
+    return cast(out, out_dtype)
+
+
+def _cast(x, dtype):
+    """The backend's cast of a float result to scipy's integer/bool dtype (as one call does)."""
+    from ._arrays import backend_of
+
+    return backend_of(x).cast(x, np.dtype(dtype)) if dtype is not None else x
+
+
+def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool, dtype):
+    if not isinstance(x, da.Array):
+        raise TypeError(f"x must be a dask.array.Array, got {type(x).__name__} (use "
+                        "tensorconv.correlate2d for NumPy, CuPy or PyTorch arrays)")
+    if isinstance(kernel, da.Array):
+        raise TypeError("kernel must be a NumPy or CuPy array, not a dask array (it is sent "
+                        "whole to every chunk); pass kernel.compute()")
+    if x.ndim not in (2, 3):
+        raise ValueError(f"x must be a 2-D dask array (H, W) or a 3-D stack (B, H, W), got "
+                         f"ndim={x.ndim}")
+    if any(s == 0 for s in x.shape):
+        what = "stack has B=0 images" if x.ndim == 3 and x.shape[0] == 0 else "x is empty"
+        raise ValueError(f"{what} (shape {tuple(x.shape)})")
+    kb = _api.backend_of(kernel)
+    kernel = kb.asarray(kernel)
+    _api._check_array(kernel, kb, "kernel")
+    _check_mode(mode)
+    bnd = _check_boundary(boundary)
+    xk = x.dtype.kind
+    if xk not in "biufc":
+        raise TypeError(f"x has dtype {x.dtype}; expected a numeric array")
+    if xk in "iu" and x.dtype.itemsize > 2:
+        raise TypeError(f"x has dtype {x.dtype}: tensorconv.dask takes integers of at most 16 "
+                        "bits (whose sums fp64 holds exactly); cast it first, e.g. "
+                        "x.astype(np.float64)")
+    kh, kw = int(kernel.shape[0]), int(kernel.shape[1])
+    ih, iw = x.shape[-2:]
+    if mode == "valid" and (kh > ih or kw > iw):
+        raise ValueError(f"for 'valid' mode the image {(ih, iw)} must be at least as large as "
+                         f"the kernel {(kh, kw)} in every dimension (scipy's swap of the two is "
+                         "left to tensorconv.correlate2d)")
+    kdt = kb.dtype_str(kernel)
+    rt = _api.result_dtype(str(x.dtype), kdt)
+    out_dtype = np.dtype(dtype) if dtype is not None else (rt if rt.kind in "biu" else None)
+    precision = _check_precision(precision if precision is not None
+                                 else _api.default_precision(str(x.dtype), kdt))
+    complex_data = "c" in (xk, kb.dtype_kind(kernel))
+    if complex_data and precision not in _api.COMPLEX_PRECISIONS:
+        raise ValueError(f"complex data needs precision fp32 or fp64; {precision!r} is "
+                         "unsupported with complex data")
+    fill = _fill_for(_check_fillvalue(fillvalue), complex_data)
+    if out_dtype is not None and out_dtype.kind in "biu" and not isinstance(fill, complex):
+        fill = np.asarray(fill).astype(out_dtype).item()  # scipy casts it to the output type
+    storage = (_COMPLEX_STORAGE[precision] if xk == "c" else _STORAGE[precision])
+    on_device = _is_cupy(x._meta)
+    k64 = kb.to_host_float64(kernel.real if kb.dtype_kind(kernel) == "c" else kernel)
+    (pt, pb), (pl, pr) = _pads(mode, kh, kw, convolve)
+    method = _resolve_method(method, precision, on_device, k64, (ih + pt + pb, iw + pl + pr))
+    if isinstance(fill, complex) and xk != "c":
+        storage = _COMPLEX_STORAGE[precision]  # a real image padded with a complex fill
+
+    # storage first, then padding: the fill lands in storage as one call puts it there
+    xs = x.astype(np.dtype(storage))
+    ax = x.ndim - 2
+    # halo split per axis (before + after = k - 1) so 'same' output chunks are the input's
+    depth_r = (min(pt, kh - 1), kh - 1 - min(pt, kh - 1))
+    depth_c = (min(pl, kw - 1), kw - 1 - min(pl, kw - 1))
+    # every chunk must hold its neighbours' halos and leave at least one output row/column
+    chunks = list(xs.chunks)
+    chunks[ax] = _safe_chunks(chunks[ax], max(kh - 1, depth_r[1] + 1 - pb, 1))
+    chunks[ax + 1] = _safe_chunks(chunks[ax + 1], max(kw - 1, depth_c[1] + 1 - pr, 1))
+    if tuple(chunks) != xs.chunks:
+        xs = xs.rechunk(tuple(chunks))
+    xp_ = _pad_axis(xs, ax, pt, pb, bnd, fill)
+    xp_ = _pad_axis(xp_, ax + 1, pl, pr, bnd, fill)
+
+    def out_chunks(c, d):
+        c = list(c)
+        if len(c) == 1:
+            return (c[0] - sum(d),)
+        return (c[0] - d[0],) + tuple(c[1:-1]) + (c[-1] - d[1],)
+
+    oc = list(xp_.chunks)
+    oc[ax] = out_chunks(oc[ax], depth_r)
+    oc[ax + 1] = out_chunks(oc[ax + 1], depth_c)
+    res_dtype = out_dtype if out_dtype is not None else np.dtype(
+        _COMPLEX_STORAGE[precision] if complex_data else _STORAGE[precision])
+    depth = {ax: depth_r, ax + 1: depth_c}
+    if ax:
+        depth[0] = (0, 0)
+    meta = da.utils.meta_from_array(x._meta, x.ndim, res_dtype)
+    return da.map_overlap(
+        _valid_block, xp_, depth=depth, boundary="none", trim=False, chunks=tuple(oc),
+        dtype=res_dtype, meta=meta, kernel=kernel, method=method, precision=precision,
+        convolve=convolve, out_dtype=out_dtype, cast=_cast)
+
+
+def correlate2d(x, kernel, mode="full", boundary="fill", fillvalue=0, *, method="auto",
+                precision=None, dtype=None):
+    """scipy.signal.correlate2d of a 2-D dask array (NumPy or CuPy chunks) with a NumPy/CuPy
+    kernel, chunk by chunk; a 3-D (B, H, W) dask array is a stack, each image correlated alone.
+    Returns a lazy dask array; chunks too small for the kernel's halo are merged first. With a
+    method of exact_methods() the result equals tensorconv.correlate2d on the whole array bit
+    for bit; 'auto' keeps to those (direct on the CPU, naive_shmem on a GPU) unless none runs
+    the precision."""
+    return _run(x, kernel, mode, boundary, fillvalue, method, precision, False, dtype)
+
+
+def convolve2d(x, kernel, mode="full", boundary="fill", fillvalue=0, *, method="auto",
+               precision=None, dtype=None):
+    """scipy.signal.convolve2d of a 2-D dask array (or a (B, H, W) stack) chunk by chunk; see
+    correlate2d."""
+    return _run(x, kernel, mode, boundary, fillvalue, method, precision, True, dtype)
