@@ -1,0 +1,233 @@
+"""tensorconv.astropy.convolve / convolve_fft against astropy.convolution (issue #20, item 4).
+
+CPU (default): images 1024^2, 2048^2, 4096^2; Gaussian kernels k = 3, 15, 55 (sigma = k / 6,
+astropy's Gaussian2DKernel sampled on k x k); float64 and float32; NaN fraction 0 and 1 %
+(scattered pixels); boundary='fill', nan_treatment='interpolate' (astropy's defaults).
+tensorconv (method='auto') and astropy's convolve and convolve_fft in the same run; each row
+records the max relative error against astropy's convolve (float64 arithmetic) at that point.
+Timing: median of `runs` wall-clock calls (20 for tensorconv; astropy fewer, as many as fit in
+a few seconds, recorded in "runs"; astropy's convolve at 4096^2 with k = 55 takes minutes and is
+skipped unless --slow, noted in the row).
+
+GPU (--gpu): the same points with CuPy arrays on the device: tensorconv.astropy.convolve by
+'auto' and by each GPU method that has the precision, and the peer that issue #20's goal names,
+a plain tensorconv.correlate2d(mode='same') of the same shape, precision and method. Timed with
+CUDA events around whole calls (the front end syncs once for astropy's NaN warning), median of
+20; accuracy against tensorconv's own CPU float64 result (itself checked against astropy by
+tests/test_astropy.py).
+
+    python benchmarks/astropy_conv.py --out benchmarks/results/astropy_vm.json
+    python benchmarks/astropy_conv.py --gpu --out benchmarks/results/astropy_<device>.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import time
+import warnings
+
+import numpy as np
+from astropy.convolution import Gaussian2DKernel
+from astropy.convolution import convolve as ap_convolve
+from astropy.convolution import convolve_fft as ap_convolve_fft
+from astropy.utils.exceptions import AstropyUserWarning
+
+import tensorconv as tc
+from tensorconv import astropy as tca
+
+SIZES = (1024, 2048, 4096)
+KS = (3, 15, 55)
+DTYPES = ("float64", "float32")
+NAN_FRACS = (0.0, 0.01)
+PREC = {"float64": "fp64", "float32": "fp32"}
+
+
+def kernel(k: int) -> np.ndarray:
+    return Gaussian2DKernel(k / 6.0, x_size=k, y_size=k).array
+
+
+def image(n: int, nan_frac: float, dtype: str) -> np.ndarray:
+    rng = np.random.default_rng(n)
+    x = 0.1 + 0.9 * rng.random((n, n))
+    if nan_frac:
+        x[rng.random((n, n)) < nan_frac] = np.nan
+    return x.astype(dtype)
+
+
+def max_rel(got, ref) -> float:
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if not np.array_equal(np.isnan(got), np.isnan(ref)):
+        return float("inf")
+    f = np.isfinite(ref)
+    return float(np.max(np.abs(got[f] - ref[f]) / np.abs(ref[f]))) if f.any() else 0.0
+
+
+def wall(fn, runs: int):
+    fn()  # warm-up: plans, caches
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def adaptive_runs(fn, budget_s: float, most: int):
+    """Time one call; then as many more as fit in budget_s (at least 1 in all)."""
+    t0 = time.perf_counter()
+    out = fn()
+    first = time.perf_counter() - t0
+    n = int(min(most - 1, budget_s // max(first, 1e-9)))
+    ts = [first]
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3, len(ts), out
+
+
+def cpu_rows(sizes, ks, slow: bool):
+    rows = []
+    for n in sizes:
+        for k in ks:
+            kk = kernel(k)
+            for dt in DTYPES:
+                for frac in NAN_FRACS:
+                    x = image(n, frac, dt)
+                    base = {"image": [n, n], "kernel": [k, k], "dtype": dt,
+                            "precision": PREC[dt], "nan_frac": frac, "timing": "end_to_end"}
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", AstropyUserWarning)
+                        ref = None
+                        if slow or not (n >= 4096 and k >= 55):
+                            ms, runs, ref = adaptive_runs(lambda: ap_convolve(x, kk), 6.0, 5)
+                            rows.append(dict(base, impl="peer:astropy.convolve", median_ms=ms,
+                                             runs=runs))
+                        else:
+                            rows.append(dict(base, impl="peer:astropy.convolve", median_ms=None,
+                                             runs=0, note="skipped: minutes per call (--slow)"))
+                        ms, runs, ref_fft = adaptive_runs(lambda: ap_convolve_fft(x, kk), 6.0, 5)
+                        rows.append(dict(base, impl="peer:astropy.convolve_fft", median_ms=ms,
+                                         runs=runs))
+                        if ref is None:  # our fp64 CPU result, tested against astropy
+                            ref = tca.convolve(x.astype(np.float64), kk)
+                        ours = tca.convolve(x, kk)
+                        ms = wall(lambda: tca.convolve(x, kk), 20 if n < 4096 else 5)
+                        rows.append(dict(base, impl="tensorconv.astropy.convolve", median_ms=ms,
+                                         runs=20 if n < 4096 else 5,
+                                         method=_auto_method(x, kk),
+                                         max_rel_vs_astropy=max_rel(ours, ref)))
+                        ours_fft = tca.convolve_fft(x, kk)
+                        ms = wall(lambda: tca.convolve_fft(x, kk), 20 if n < 4096 else 5)
+                        rows.append(dict(base, impl="tensorconv.astropy.convolve_fft",
+                                         median_ms=ms, runs=20 if n < 4096 else 5,
+                                         max_rel_vs_astropy=max_rel(ours_fft, ref),
+                                         max_rel_vs_astropy_fft=max_rel(ours_fft, ref_fft)))
+                    print(json.dumps(rows[-4:]), flush=True)
+    return rows
+
+
+def _auto_method(x, kk):
+    for key, entry in tca._PLANS.items():
+        if key[0] == np.ascontiguousarray(kk[::-1, ::-1]).tobytes():
+            last = entry[0].method
+    return last
+
+
+def gpu_rows(sizes, ks):
+    import cupy as cp
+    import torch
+
+    def events(fn, runs=20):
+        fn()
+        fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(runs):
+            s, e = cp.cuda.Event(), cp.cuda.Event()
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(s, e))
+        return statistics.median(ts)
+
+    gpu_methods = [m.name for m in tc.methods()
+                   if m.device == "cuda" and m.available and m.entry == "correlate2d"]
+    rows = []
+    for n in sizes:
+        for k in ks:
+            kk = kernel(k)
+            for frac in NAN_FRACS:
+                x64 = image(n, frac, "float64")
+                ref = tca.convolve(x64, kk)  # CPU float64 (tests: equal to astropy)
+                for dt in DTYPES:
+                    prec = PREC[dt]
+                    xd = cp.asarray(x64.astype(dt))
+                    base = {"image": [n, n], "kernel": [k, k], "dtype": dt, "precision": prec,
+                            "nan_frac": frac, "timing": "kernel"}
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", AstropyUserWarning)
+                        for m in ["auto"] + gpu_methods:
+                            info = {r.name: r for r in tc.methods()}.get(m)
+                            if info is not None and prec not in info.precisions:
+                                continue
+                            try:
+                                out = tca.convolve(xd, kk, method=m)
+                            except (ValueError, MemoryError) as e:
+                                rows.append(dict(base, impl=m, error=str(e)[:200]))
+                                continue
+                            used = tca._PLANS[next(reversed(tca._PLANS))][0].method
+                            ms = events(lambda: tca.convolve(xd, kk, method=m))
+                            plain = events(lambda: tc.correlate2d(xd, kk, "same", method=used))
+                            rows.append(dict(base, impl=f"tensorconv.astropy.convolve:{m}",
+                                             method=used, median_ms=ms, runs=20,
+                                             max_rel_vs_reference=max_rel(cp.asnumpy(out), ref)))
+                            rows.append(dict(base, impl=f"peer:tensorconv.correlate2d_same:{used}",
+                                             method=used, median_ms=plain, runs=20))
+                            print(json.dumps(rows[-2:]), flush=True)
+                        out = tca.convolve_fft(xd, kk)
+                        ms = events(lambda: tca.convolve_fft(xd, kk))
+                        rows.append(dict(base, impl="tensorconv.astropy.convolve_fft:auto",
+                                         median_ms=ms, runs=20,
+                                         max_rel_vs_reference=max_rel(cp.asnumpy(out), ref)))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    ap.add_argument("--ks", default=",".join(map(str, KS)))
+    ap.add_argument("--slow", action="store_true", help="also astropy convolve at 4096^2 k=55")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    sizes = [int(s) for s in a.sizes.split(",")]
+    ks = [int(s) for s in a.ks.split(",")]
+    import astropy
+    doc = {"created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+           "tensorconv": getattr(tc, "__version__", "?"),
+           "versions": {"astropy": astropy.__version__, "numpy": np.__version__},
+           "cpus": os.cpu_count(), "machine": platform.processor() or platform.machine()}
+    if a.gpu:
+        import torch
+        doc["device"] = torch.cuda.get_device_name()
+        doc["versions"]["cuda"] = torch.version.cuda
+        doc["rows"] = gpu_rows(sizes, ks)
+    else:
+        doc["device"] = f"CPU ({os.cpu_count()} cores, {platform.machine()})"
+        doc["rows"] = cpu_rows(sizes, ks, a.slow)
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    print("wrote", a.out)
+
+
+if __name__ == "__main__":
+    main()
