@@ -244,7 +244,7 @@ PYBIND11_MODULE(_core, m) {
         a.on_device = on_device;
         a.stream = stream;
         py::gil_scoped_release release;
-        nan_interp(a);
+        return nan_interp(a);
       });
 
   m.def("nan_mark", [](std::uintptr_t p, std::int64_t rows, std::int64_t cols, std::int64_t stride,

@@ -25,7 +25,7 @@ struct NanInterpArgs {
   const std::int64_t* n_nan_dev = nullptr;  // GPU: the count in device memory (nan_mark's)
   const double* kernel = nullptr;     // correlation weights kh x kw (on the data's device)
   std::int64_t kh = 0, kw = 0;
-  double* s = nullptr;                // out_rows x out_cols, contiguous, zeroed by the caller
+  double* s = nullptr;                // GPU: out_rows x out_cols, zeroed by the caller (CPU: own)
   void* top = nullptr;                // in: numerator; out: result (storage dtype)
   std::int64_t out_rows = 0, out_cols = 0, out_stride = 0;
   DType dtype = DType::f64;           // f32 or f64
@@ -39,7 +39,8 @@ struct NanInterpArgs {
   std::uintptr_t stream = 0;
 };
 
-void nan_interp(const NanInterpArgs& a);
+// CPU: returns the number of NaN results; GPU (a.on_device): launches, returns -1.
+std::int64_t nan_interp(const NanInterpArgs& a);
 #ifdef TC_WITH_CUDA
 void nan_interp_cuda(const NanInterpArgs& a);
 // GPU, one pass over the padded image p (f32/f64, row stride `stride`): invalid pixels (NaN, or

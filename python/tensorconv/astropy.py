@@ -88,7 +88,8 @@ class _Ops:
     def sum64(self, x) -> float:
         if self.torch:
             return float(x.sum(dtype=self.b.torch.float64))
-        return float(x.sum(dtype=np.float64))
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN is the answer
+            return float(x.sum(dtype=np.float64))
 
     def any(self, m) -> bool:
         return bool(m.any())
@@ -307,20 +308,21 @@ def _mark(ops, P, nonfinite: bool):
 
 def _finish_interp(ops, entry, kf, P, marked, top, mode, scale, wnorm=1.0, floor=0.0,
                    floor_value=0.0):
-    """top (the plan's numerator over P) -> the interpolated result, in place."""
+    """top (the plan's numerator over P) -> the interpolated result, in place; and the number
+    of NaN results (CPU) or -1 (GPU)."""
     b = ops.b
     invalid, idx, count = marked
     kh, kw = kf.shape
     ksum_seq, abs_ksum = _interp_sums(kf)
-    s = ops.zeros(tuple(top.shape), "float64", top)
+    s = ops.zeros(tuple(top.shape), "float64", top) if b.on_device else None
     kd = _kernel_on(entry, ops, kf, top)
-    _core.nan_interp(b.pointer(P), P.shape[0], P.shape[1], b.row_stride(P), b.pointer(invalid),
+    nans = _core.nan_interp(b.pointer(P), P.shape[0], P.shape[1], b.row_stride(P), b.pointer(invalid),
                      b.pointer(idx), int(idx.shape[0]) if count is None else -1, b.pointer(kd),
-                     kh, kw, b.pointer(s), b.pointer(top), top.shape[0], top.shape[1],
+                     kh, kw, 0 if s is None else b.pointer(s), b.pointer(top), top.shape[0], top.shape[1],
                      b.row_stride(top), ops.dtype_name(top), ksum_seq, abs_ksum, float(scale),
                      _TAU, mode, float(wnorm), float(floor), float(floor_value), b.on_device,
                      b.stream(top), 0 if count is None else b.pointer(count))
-    return top
+    return top, nans  # nans: the number of NaN results (CPU), -1 (GPU: not counted)
 
 
 def _interp_sums(kf):
@@ -427,9 +429,10 @@ def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="inte
     if normalize_kernel or nan_interpolate:
         _check_normalizable(kernel_sum, normalization_zero_tol, nan_interpolate)
     top = entry[0](P)
+    nans = -1
     if marked is not None:
-        res = _finish_interp(ops, entry, kf, P, marked, top, 0,
-                             1.0 if normalize_kernel else kernel_sum)
+        res, nans = _finish_interp(ops, entry, kf, P, marked, top, 0,
+                                   1.0 if normalize_kernel else kernel_sum)
     else:
         res = top
         if normalize_kernel:
@@ -438,7 +441,8 @@ def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="inte
         full = ops.zeros((H, W), storage, res)
         full[kh // 2:kh // 2 + res.shape[0], kw // 2:kw // 2 + res.shape[1]] = res
         res = full
-    if nan_interpolate and not preserve_nan and math.isnan(ops.sum64(res)):
+    if nan_interpolate and not preserve_nan and (
+            nans > 0 if nans >= 0 else math.isnan(ops.sum64(res))):
         warnings.warn("nan_treatment='interpolate', however, NaN values detected post "
                       "convolution. A contiguous region of NaN values, larger than the kernel "
                       "size, are present in the input array. Increase the kernel size to avoid "
@@ -538,6 +542,7 @@ def convolve_fft(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="
     k[~np.isfinite(k)] = 0.0
     ksum = float(k.sum())
     interpolate = nan_treatment == "interpolate"
+    nan_fill = fill_value  # invalid pixels take the caller's value even with 'wrap'
     if normalize_kernel is True:
         if ksum < 1.0 / MAX_NORMALIZATION:
             raise ValueError("The kernel can't be normalized, because its sum is close to zero. "
@@ -572,11 +577,11 @@ def convolve_fft(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="
     x, own = _prepare(b, ops, arr, mmask, mask, storage)
     invalid = ops.invalid_fft(x) if (preserve_nan or not interpolate) else None
     if not interpolate and invalid is not None:
-        if not math.isfinite(fill_value) and ops.any(invalid):
+        if not math.isfinite(nan_fill) and ops.any(invalid):
             raise ValueError("Encountered NaNs in convolve.  This is disallowed.")
         if not own:
             x, own = ops.copy(x), True
-        ops.fill_where(x, invalid, fill_value)
+        ops.fill_where(x, invalid, nan_fill)
     finite_fill = math.isfinite(fill_value)
     # outside the image: fill_value, or invalid (NaN) where it is not finite (interpolate) /
     # zero (fill treatment), as astropy's padded arrays hold it
@@ -593,7 +598,7 @@ def convolve_fft(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="
         floor, floor_value = ((float(min_wt), float("nan")) if min_wt > 0.0
                               else (_FFT_ZERO_WT, 0.0))
         res = _finish_interp(ops, entry, kf, P, marked, top, 1, kernel_scale, wnorm, floor,
-                             floor_value)
+                             floor_value)[0]
     else:
         res = entry[0](P)
         factor = kernel_scale / wnorm
