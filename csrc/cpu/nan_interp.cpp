@@ -46,6 +46,7 @@ std::int64_t run(const NanInterpArgs& a) {
   // bands of output rows: each thread scatters into a band-sized S of its own (cache
   // resident) and finishes those rows; returns the number of NaN results (astropy's warning)
   const std::int64_t band = 16;
+  const double lim = a.tau * a.abs_ksum;
   std::atomic<std::int64_t> nans{0};
   parallel_chunks((a.out_rows + band - 1) / band, 0, 1, [&](std::int64_t b0, std::int64_t b1) {
     std::vector<double> s(static_cast<std::size_t>(band * a.out_cols));
@@ -57,10 +58,25 @@ std::int64_t run(const NanInterpArgs& a) {
       for (std::int64_t i = r0; i < r1; ++i) {
         T* orow = top + i * a.out_stride;
         const double* srow = s.data() + (i - r0) * a.out_cols;
+        // the common case as one branch-free (vectorized) loop; the few outputs whose weight
+        // sum cancels, or that fall below convolve_fft's floor, are redone by finish()
+        int redo = 0;
         for (std::int64_t j = 0; j < a.out_cols; ++j) {
-          const T v = nan_interp_detail::finish<T>(a, p0, i, j, orow[j], srow[j]);
-          local += v != v;
-          orow[j] = v;
+          const double bot = a.ksum - srow[j];
+          const double v = static_cast<double>(orow[j]) * a.scale / bot;
+          const bool bad = !(bot >= lim || bot <= -lim) || (a.mode == 1 && bot / a.wnorm < a.floor);
+          redo |= bad;
+          orow[j] = bad ? orow[j] : static_cast<T>(v);  // a bad output keeps its numerator
+          local += !bad && v != v;
+        }
+        if (!redo) continue;
+        for (std::int64_t j = 0; j < a.out_cols; ++j) {
+          const double bot = a.ksum - srow[j];
+          if (!(bot >= lim || bot <= -lim) || (a.mode == 1 && bot / a.wnorm < a.floor)) {
+            const T v = nan_interp_detail::finish<T>(a, p0, i, j, orow[j], srow[j]);
+            local += v != v;
+            orow[j] = v;
+          }
         }
       }
     }

@@ -126,8 +126,42 @@ class _Ops:
             return self.b.torch.as_tensor(a, device=like.device)
         return self.xp.asarray(a)
 
-    def pad(self, x, pads, boundary, fill):
-        return self.b.pad(x, pads, boundary, fill)
+    def pad(self, x, pads, boundary, fill, entry=None):
+        """x padded (a new array we own). On the CPU into a buffer kept with the plan (taken
+        out of the cache while in use, so concurrent calls never share one): a fresh 2048^2
+        float64 array costs as much in page faults as the copy itself."""
+        if self.b.on_device or entry is None:
+            return self.b.pad(x, pads, boundary, fill)
+        (t, bt), (l, r) = pads
+        H, W = x.shape
+        if boundary == "wrap" and (t > H or bt > H or l > W or r > W):
+            return self.b.pad(x, pads, boundary, fill)
+        shape = (H + t + bt, W + l + r)
+        out = entry[1].pop(("pad", x.dtype.str), None)
+        if out is None or out.shape != shape:
+            out = np.empty(shape, x.dtype)
+        out[t:t + H, l:l + W] = x
+        if boundary == "fill":
+            out[:t] = fill
+            out[t + H:] = fill
+            out[t:t + H, :l] = fill
+            out[t:t + H, l + W:] = fill
+        elif boundary == "edge":
+            out[:t, l:l + W] = x[0]
+            out[t + H:, l:l + W] = x[-1]
+            out[:, :l] = out[:, l:l + 1]
+            out[:, l + W:] = out[:, l + W - 1:l + W]
+        else:  # wrap
+            out[:t, l:l + W] = x[H - t:]
+            out[t + H:, l:l + W] = x[:bt]
+            out[:, :l] = out[:, W:W + l]
+            out[:, l + W:] = out[:, l:l + r]
+        return out
+
+    def release(self, entry, P):
+        """Give a padded buffer back to the plan's cache (CPU)."""
+        if not self.b.on_device and entry is not None:
+            entry[1][("pad", P.dtype.str)] = P
 
 
 # ---- plans -----------------------------------------------------------------------------------
@@ -399,13 +433,14 @@ def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="inte
             ops.fill_where(x, initially_nan, fill_value)
     kernel_sum = float(k.sum())
     kf = np.ascontiguousarray(k[::-1, ::-1])  # astropy convolves: correlate with the flip
+    device = "cuda" if b.on_device else None
+    pshape = (H, W) if boundary is None else (H + kh - 1, W + kw - 1)
+    entry = _plan(kf, pshape, method, prec, device)
     if boundary is None:
         P = x
     else:
-        P = ops.pad(x, _pads(kh, kw), _PAD[boundary], fill_value)
+        P = ops.pad(x, _pads(kh, kw), _PAD[boundary], fill_value, entry)
         own = own or P is not x
-    device = "cuda" if b.on_device else None
-    entry = _plan(kf, tuple(P.shape), method, prec, device)
     marked = None
     if nan_treatment == "interpolate":
         if not own:
@@ -430,6 +465,7 @@ def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="inte
         _check_normalizable(kernel_sum, normalization_zero_tol, nan_interpolate)
     top = entry[0](P)
     nans = -1
+    padded = P is not x
     if marked is not None:
         res, nans = _finish_interp(ops, entry, kf, P, marked, top, 0,
                                    1.0 if normalize_kernel else kernel_sum)
@@ -437,6 +473,8 @@ def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="inte
         res = top
         if normalize_kernel:
             res /= kernel_sum
+    if padded:
+        ops.release(entry, P)
     if boundary is None:  # astropy leaves the outputs whose window leaves the array at zero
         full = ops.zeros((H, W), storage, res)
         full[kh // 2:kh // 2 + res.shape[0], kw // 2:kw // 2 + res.shape[1]] = res
@@ -586,12 +624,12 @@ def convolve_fft(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="
     # outside the image: fill_value, or invalid (NaN) where it is not finite (interpolate) /
     # zero (fill treatment), as astropy's padded arrays hold it
     pad_value = fill_value if finite_fill else (float("nan") if interpolate else 0.0)
-    P = ops.pad(x, _pads(kh, kw), _PAD[boundary], pad_value)
-    if P is x and not own:
-        P = ops.copy(P)
     kf = np.ascontiguousarray(k[::-1, ::-1])
     device = "cuda" if b.on_device else None
-    entry = _plan(kf, tuple(P.shape), method, prec, device)
+    entry = _plan(kf, (H + kh - 1, W + kw - 1), method, prec, device)
+    P = ops.pad(x, _pads(kh, kw), _PAD[boundary], pad_value, entry)
+    if P is x and not own:
+        P = ops.copy(P)
     if interpolate:
         marked = _mark(ops, P, True)
         top = entry[0](P)
@@ -604,6 +642,8 @@ def convolve_fft(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="
         factor = kernel_scale / wnorm
         if factor != 1.0:
             res *= factor
+    if P is not x:
+        ops.release(entry, P)
     if preserve_nan:
         ops.fill_where(res, invalid, float("nan"))
     res = ops.astype(res, _out_dtype(ops, arr, True, prec))
