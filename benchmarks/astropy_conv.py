@@ -142,21 +142,13 @@ def _auto_method(x, kk):
 
 def gpu_rows(sizes, ks):
     import cupy as cp
-    import torch
 
-    def events(fn, runs=20):
-        fn()
-        fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(runs):
-            s, e = cp.cuda.Event(), cp.cuda.Event()
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(s, e))
-        return statistics.median(ts)
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpu_core import event_median  # the project's CUDA-event harness
+
+    def events(fn):
+        return event_median(lambda i: fn(), 1)
 
     # 'auto' at every point; each GPU method 'auto' picks from at the goal's point (4096^2,
     # k = 15); the others are covered by tests/test_astropy.py

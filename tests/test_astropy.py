@@ -19,6 +19,7 @@ import tensorconv as tc
 from tensorconv import astropy as tca
 
 from bounds import ASTROPY_MAX_REL
+from test_filters import on_device, to_host  # CuPy / torch round trips
 
 BOUNDARIES = (None, "fill", "wrap", "extend")
 FFT_BOUNDARIES = ("fill", "wrap")
@@ -367,20 +368,6 @@ def gpu_params():
                     marks.append(pytest.mark.skip(reason=f"{m.name}: {m.reason}"))
                 out.append(pytest.param(m.name, p, marks=marks, id=f"{m.name}-{p}"))
     return out
-
-
-def on_device(x, lib):
-    if lib == "cupy":
-        cp = pytest.importorskip("cupy")
-        return cp.asarray(x)
-    torch = pytest.importorskip("torch")
-    return torch.as_tensor(x, device="cuda")
-
-
-def to_host(y):
-    if hasattr(y, "get"):
-        return y.get()
-    return y.cpu().numpy()
 
 
 @pytest.mark.parametrize("method,precision", gpu_params())

@@ -215,15 +215,21 @@ def _backend_array(array):
     if isinstance(array, np.ma.MaskedArray):
         mmask = np.ma.getmaskarray(array) if np.ma.is_masked(array) else None
         array = array.data
-    b = backend_of(array)
-    if not b.on_device and not isinstance(array, np.ndarray):
+    b, array = _as_backend(array)
+    return b, array, unit, mmask
+
+
+def _as_backend(x):
+    """(backend, array): device arrays as they are, anything else as a NumPy array (astropy's
+    TypeError for what cannot become one)."""
+    b = backend_of(x)
+    if not b.on_device and not isinstance(x, np.ndarray):
         try:
-            array = np.asarray(array)
+            x = np.asarray(x)
         except (TypeError, ValueError) as e:
             raise TypeError("input should be a Numpy array or something convertible into a "
                             "float array", e) from None
-    array = b.asarray(array)
-    return b, array, unit, mmask
+    return b, b.asarray(x)
 
 
 def _check_data(b, array, name="array"):
@@ -249,14 +255,7 @@ def _host_kernel(kernel, name="kernel") -> np.ndarray:
         kernel = kernel.value
     if isinstance(kernel, np.ma.MaskedArray):
         kernel = kernel.data
-    kb = backend_of(kernel)
-    if not kb.on_device and not isinstance(kernel, np.ndarray):
-        try:
-            kernel = np.asarray(kernel)
-        except (TypeError, ValueError) as e:
-            raise TypeError("input should be a Numpy array or something convertible into a "
-                            "float array", e) from None
-    kernel = kb.asarray(kernel)
+    kb, kernel = _as_backend(kernel)
     _check_data(kb, kernel, name)
     return np.array(kb.to_host_float64(kernel), dtype=np.float64, copy=True)
 
