@@ -18,6 +18,7 @@ tests/test_astropy.py).
 
     python benchmarks/astropy_conv.py --out benchmarks/results/astropy_vm.json
     python benchmarks/astropy_conv.py --gpu --out benchmarks/results/astropy_<device>.json
+    python benchmarks/astropy_conv.py --plot benchmarks/results/astropy_vm.json   # -> .png
 """
 
 from __future__ import annotations
@@ -195,14 +196,72 @@ def gpu_rows(sizes, ks):
     return rows
 
 
+def plot(path: str) -> str:
+    """CPU rows: milliseconds of each implementation per point (log scale), one panel per
+    dtype and NaN fraction; GPU rows: astropy.convolve:auto against the plain correlate2d."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    doc = json.load(open(path))
+    rows = [r for r in doc["rows"] if r.get("median_ms")]
+    gpu = any(r["impl"].startswith("peer:tensorconv.correlate2d") for r in rows)
+    impls = (["tensorconv.astropy.convolve:auto", "peer:tensorconv.correlate2d_same",
+              "tensorconv.astropy.convolve_fft:auto"] if gpu else
+             ["peer:astropy.convolve", "peer:astropy.convolve_fft",
+              "tensorconv.astropy.convolve", "tensorconv.astropy.convolve_fft"])
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8), sharey=True)
+    for ax, (dt, frac) in zip(axes.ravel(), [(d, f) for d in DTYPES for f in NAN_FRACS]):
+        pts = sorted({(r["image"][0], r["kernel"][0]) for r in rows
+                      if r["dtype"] == dt and r["nan_frac"] == frac})
+        w = 0.8 / len(impls)
+        for i, impl in enumerate(impls):
+            ys = []
+            for n, k in pts:
+                m = [r["median_ms"] for r in rows if r["dtype"] == dt and r["nan_frac"] == frac
+                     and (r["image"][0], r["kernel"][0]) == (n, k)
+                     and (r["impl"] == impl or (gpu and impl.startswith("peer:")
+                                                and r["impl"].startswith(impl)
+                                                and r.get("method") == _auto_of(rows, dt, frac,
+                                                                                n, k)))]
+                ys.append(m[0] if m else np.nan)
+            ax.bar(np.arange(len(pts)) + i * w, ys, w, label=impl.replace("peer:", ""))
+        ax.set_xticks(np.arange(len(pts)) + 0.4 - w / 2)
+        ax.set_xticklabels([f"{n}²\nk={k}" for n, k in pts], fontsize=7)
+        ax.set_yscale("log")
+        ax.set_title(f"{dt}, NaN {frac:.0%}, boundary fill, interpolate")
+        ax.set_ylabel("ms (median)")
+    axes[0, 0].legend(fontsize=8)
+    fig.suptitle(f"tensorconv.astropy vs astropy {doc['versions'].get('astropy', '')} "
+                 f"— {doc['device']}")
+    fig.tight_layout()
+    out = os.path.splitext(path)[0] + ".png"
+    fig.savefig(out, dpi=110)
+    return out
+
+
+def _auto_of(rows, dt, frac, n, k):
+    for r in rows:
+        if (r["impl"] == "tensorconv.astropy.convolve:auto" and r["dtype"] == dt
+                and r["nan_frac"] == frac and (r["image"][0], r["kernel"][0]) == (n, k)):
+            return r.get("method")
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--ks", default=",".join(map(str, KS)))
     ap.add_argument("--slow", action="store_true", help="also astropy convolve at 4096^2 k=55")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--plot", help="write the PNG of a results JSON and exit")
     a = ap.parse_args()
+    if a.plot:
+        print("wrote", plot(a.plot))
+        return
+    if not a.out:
+        ap.error("--out is required")
     sizes = [int(s) for s in a.sizes.split(",")]
     ks = [int(s) for s in a.ks.split(",")]
     import astropy
