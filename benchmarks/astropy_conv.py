@@ -5,9 +5,10 @@ astropy's Gaussian2DKernel sampled on k x k); float64 and float32; NaN fraction 
 (scattered pixels); boundary='fill', nan_treatment='interpolate' (astropy's defaults).
 tensorconv (method='auto') and astropy's convolve and convolve_fft in the same run; each row
 records the max relative error against astropy's convolve (float64 arithmetic) at that point.
-Timing: median of `runs` wall-clock calls (20 for tensorconv; astropy fewer, as many as fit in
-a few seconds, recorded in "runs"; astropy's convolve at 4096^2 with k = 55 takes minutes and is
-skipped unless --slow, noted in the row).
+Timing: median of `runs` wall-clock calls, interleaved (one call of each implementation per
+round, so that drifting load on a shared machine reaches all alike): 20 for tensorconv (5 at
+4096^2), astropy's as many as fit in ~8 s (1-5, recorded in "runs"); astropy's convolve at
+4096^2 with k = 55 takes minutes and is skipped unless --slow, noted in the row.
 
 GPU (--gpu): the same points with CuPy arrays on the device: tensorconv.astropy.convolve by
 'auto' and by each GPU method that has the precision, and the peer that issue #20's goal names,
@@ -69,28 +70,25 @@ def max_rel(got, ref) -> float:
     return float(np.max(np.abs(got[f] - ref[f]) / np.abs(ref[f]))) if f.any() else 0.0
 
 
-def wall(fn, runs: int):
-    fn()  # warm-up: plans, caches
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
-
-
-def adaptive_runs(fn, budget_s: float, most: int):
-    """Time one call; then as many more as fit in budget_s (at least 1 in all)."""
-    t0 = time.perf_counter()
-    out = fn()
-    first = time.perf_counter() - t0
-    n = int(min(most - 1, budget_s // max(first, 1e-9)))
-    ts = [first]
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3, len(ts), out
+def interleaved(fns: dict, budget_s: float = 8.0, most: int = 20) -> dict:
+    """Median ms of each fn, called in rounds (one call of each per round) so that load that
+    drifts on a shared machine reaches every implementation alike. A fn stops taking part
+    after its `most` runs or when its calls have used budget_s (astropy's slow ones: 1-5 runs);
+    returns {name: (median_ms, runs)}."""
+    times = {k: [] for k in fns}
+    used = {k: 0.0 for k in fns}
+    while True:
+        live = [k for k, (f, m) in fns.items() if len(times[k]) < m
+                and (not times[k] or used[k] < budget_s)]
+        if not live:
+            break
+        for k in live:
+            t0 = time.perf_counter()
+            fns[k][0]()
+            dt = time.perf_counter() - t0
+            times[k].append(dt)
+            used[k] += dt
+    return {k: (statistics.median(v) * 1e3, len(v)) for k, v in times.items()}
 
 
 def cpu_rows(sizes, ks, slow: bool):
@@ -105,34 +103,42 @@ def cpu_rows(sizes, ks, slow: bool):
                             "precision": PREC[dt], "nan_frac": frac, "timing": "end_to_end"}
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore", AstropyUserWarning)
-                        ref = None
-                        if slow or not (n >= 4096 and k >= 55):
-                            ms, runs, ref = adaptive_runs(lambda: ap_convolve(x, kk), 6.0, 5)
-                            rows.append(dict(base, impl="peer:astropy.convolve", median_ms=ms,
-                                             runs=runs))
-                        else:
-                            rows.append(dict(base, impl="peer:astropy.convolve", median_ms=None,
-                                             runs=0, note="skipped: minutes per call (--slow)"))
-                        ms, runs, ref_fft = adaptive_runs(lambda: ap_convolve_fft(x, kk), 6.0, 5)
-                        rows.append(dict(base, impl="peer:astropy.convolve_fft", median_ms=ms,
-                                         runs=runs))
-                        ours = tca.convolve(x, kk)
-                        ms = wall(lambda: tca.convolve(x, kk), 20 if n < 4096 else 5)
-                        # astropy's convolve skipped: its convolve_fft is the reference (no
-                        # window here is without valid weight, where the two differ)
-                        err = ({"max_rel_vs_astropy": max_rel(ours, ref)} if ref is not None
-                               else {"max_rel_vs_astropy_fft": max_rel(ours, ref_fft)})
-                        if ref is None:
-                            ref = ref_fft
-                        rows.append(dict(base, impl="tensorconv.astropy.convolve", median_ms=ms,
-                                         runs=20 if n < 4096 else 5,
-                                         method=_auto_method(x, kk), **err))
+                        skip_direct = not slow and n >= 4096 and k >= 55
+                        ref = None if skip_direct else ap_convolve(x, kk)
+                        ref_fft = ap_convolve_fft(x, kk)
+                        ours = tca.convolve(x, kk)  # warm-up: plans and buffers
                         ours_fft = tca.convolve_fft(x, kk)
-                        ms = wall(lambda: tca.convolve_fft(x, kk), 20 if n < 4096 else 5)
-                        rows.append(dict(base, impl="tensorconv.astropy.convolve_fft",
-                                         median_ms=ms, runs=20 if n < 4096 else 5,
-                                         max_rel_vs_astropy=max_rel(ours_fft, ref),
-                                         max_rel_vs_astropy_fft=max_rel(ours_fft, ref_fft)))
+                        most = 20 if n < 4096 else 5
+                        fns = {"peer:astropy.convolve_fft": (lambda: ap_convolve_fft(x, kk), 5),
+                               "tensorconv.astropy.convolve": (lambda: tca.convolve(x, kk), most),
+                               "tensorconv.astropy.convolve_fft":
+                                   (lambda: tca.convolve_fft(x, kk), most)}
+                        if not skip_direct:
+                            fns["peer:astropy.convolve"] = (lambda: ap_convolve(x, kk), 5)
+                        t = interleaved(fns)
+                    if skip_direct:
+                        rows.append(dict(base, impl="peer:astropy.convolve", median_ms=None,
+                                         runs=0, note="skipped: minutes per call (--slow)"))
+                    else:
+                        rows.append(dict(base, impl="peer:astropy.convolve",
+                                         median_ms=t["peer:astropy.convolve"][0],
+                                         runs=t["peer:astropy.convolve"][1]))
+                    rows.append(dict(base, impl="peer:astropy.convolve_fft",
+                                     median_ms=t["peer:astropy.convolve_fft"][0],
+                                     runs=t["peer:astropy.convolve_fft"][1]))
+                    # astropy's convolve skipped: its convolve_fft is the reference (no window
+                    # here is without valid weight, the only place where the two differ)
+                    err = ({"max_rel_vs_astropy": max_rel(ours, ref)} if ref is not None
+                           else {"max_rel_vs_astropy_fft": max_rel(ours, ref_fft)})
+                    ms, runs = t["tensorconv.astropy.convolve"]
+                    rows.append(dict(base, impl="tensorconv.astropy.convolve", median_ms=ms,
+                                     runs=runs, method=_auto_method(x, kk), **err))
+                    ms, runs = t["tensorconv.astropy.convolve_fft"]
+                    rows.append(dict(base, impl="tensorconv.astropy.convolve_fft", median_ms=ms,
+                                     runs=runs,
+                                     max_rel_vs_astropy=max_rel(ours_fft, ref
+                                                                if ref is not None else ref_fft),
+                                     max_rel_vs_astropy_fft=max_rel(ours_fft, ref_fft)))
                     print(json.dumps(rows[-4:]), flush=True)
     return rows
 
