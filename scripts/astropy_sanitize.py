@@ -24,7 +24,8 @@ ok = True
 for dt, tol in ((np.float64, 1e-12), (np.float32, 1e-5)):
     for b in (None, "fill", "wrap", "extend"):
         ref = convolve(x, k, boundary=b)
-        got = cp.asnumpy(tca.convolve(cp.asarray(x.astype(dt)), k, boundary=b, method="naive_shmem"))
+        got = cp.asnumpy(tca.convolve(cp.asarray(x.astype(dt)), k, boundary=b,
+                                      method="naive_shmem"))
         same = np.array_equal(np.isnan(got), np.isnan(ref))
         f = np.isfinite(ref)
         err = float(np.max(np.abs(got[f] - ref[f]) / np.abs(ref[f])))

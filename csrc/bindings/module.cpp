@@ -210,7 +210,8 @@ PYBIND11_MODULE(_core, m) {
          std::int64_t out_rows, std::int64_t out_cols, std::int64_t out_stride,
          const std::string& dtype, double ksum, double abs_ksum, double scale, double tau,
          int mode, double wnorm, double floor, double floor_value, bool on_device,
-         std::uintptr_t stream, std::uintptr_t n_nan_dev) {
+         std::uintptr_t stream, std::uintptr_t n_nan_dev, bool s_f32,
+         std::uintptr_t nan_results) {
         if (out_rows < 1 || out_cols < 1 || p_rows != out_rows + kh - 1 ||
             p_cols != out_cols + kw - 1 || p_stride < p_cols || out_stride < out_cols)
           throw ValueError("nan_interp: inconsistent shapes");
@@ -227,7 +228,11 @@ PYBIND11_MODULE(_core, m) {
         a.kernel = reinterpret_cast<const double*>(kernel);
         a.kh = kh;
         a.kw = kw;
-        a.s = reinterpret_cast<double*>(s);
+        a.s = reinterpret_cast<void*>(s);
+        a.s_f32 = s_f32;
+        a.nan_results = reinterpret_cast<std::int64_t*>(nan_results);
+        if ((s_f32 || nan_results) && !on_device)
+          throw ValueError("nan_interp: s_f32 and nan_results are for device data");
         a.top = reinterpret_cast<void*>(top);
         a.out_rows = out_rows;
         a.out_cols = out_cols;

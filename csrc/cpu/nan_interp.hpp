@@ -25,7 +25,9 @@ struct NanInterpArgs {
   const std::int64_t* n_nan_dev = nullptr;  // GPU: the count in device memory (nan_mark's)
   const double* kernel = nullptr;     // correlation weights kh x kw (on the data's device)
   std::int64_t kh = 0, kw = 0;
-  double* s = nullptr;                // GPU: out_rows x out_cols, zeroed by the caller (CPU: own)
+  void* s = nullptr;                  // GPU: out_rows x out_cols, zeroed by the caller (CPU: own);
+  bool s_f32 = false;                 // float (f32 data: half the traffic) or double
+  std::int64_t* nan_results = nullptr;  // GPU: += number of NaN results (astropy's warning)
   void* top = nullptr;                // in: numerator; out: result (storage dtype)
   std::int64_t out_rows = 0, out_cols = 0, out_stride = 0;
   DType dtype = DType::f64;           // f32 or f64

@@ -10,6 +10,7 @@ namespace tc {
 namespace {
 
 // S[pr - u, pc - v] += w[u, v] over the kernel row u of invalid pixel n (t = n * kh + u).
+template <class S>
 __device__ __forceinline__ void scatter_one(const NanInterpArgs& a, std::int64_t t) {
   const std::int64_t n = t / a.kh, u = t % a.kh;
   const std::int64_t p = a.nan_idx[n];
@@ -18,27 +19,43 @@ __device__ __forceinline__ void scatter_one(const NanInterpArgs& a, std::int64_t
   if (orow < 0 || orow >= a.out_rows) return;
   const std::int64_t c0 = pc - a.kw + 1 > 0 ? pc - a.kw + 1 : 0;
   const std::int64_t c1 = pc < a.out_cols - 1 ? pc : a.out_cols - 1;
-  double* srow = a.s + orow * a.out_cols;
+  S* srow = static_cast<S*>(a.s) + orow * a.out_cols;
   const double* w = a.kernel + u * a.kw;
-  for (std::int64_t oc = c0; oc <= c1; ++oc) atomicAdd(srow + oc, w[pc - oc]);
+  for (std::int64_t oc = c0; oc <= c1; ++oc) atomicAdd(srow + oc, static_cast<S>(w[pc - oc]));
 }
 
 // A grid-stride loop: the count may live in device memory, so no host sync sizes the grid.
+template <class S>
 __global__ void scatter_kernel(NanInterpArgs a) {
   const std::int64_t work = (a.n_nan_dev ? *a.n_nan_dev : a.n_nan) * a.kh;
   for (std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
        t < work; t += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    scatter_one(a, t);
+    scatter_one<S>(a, t);
 }
 
-template <class T>
+template <class T, class S>
 __global__ void finish_kernel(NanInterpArgs a) {
   const std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   if (t >= a.out_rows * a.out_cols) return;
   const std::int64_t i = t / a.out_cols, j = t % a.out_cols;
   T* top = static_cast<T*>(a.top) + i * a.out_stride + j;
-  *top = nan_interp_detail::finish<T>(a, static_cast<const T*>(a.p0), i, j, *top,
-                                      a.s[i * a.out_cols + j]);
+  const T v = nan_interp_detail::finish<T>(
+      a, static_cast<const T*>(a.p0), i, j, *top,
+      static_cast<double>(static_cast<const S*>(a.s)[i * a.out_cols + j]));
+  *top = v;
+  if (v != v && a.nan_results)  // rare: windows without valid weight
+    atomicAdd(reinterpret_cast<unsigned long long*>(a.nan_results), 1ull);
+}
+
+template <class T, class S>
+void launch(const NanInterpArgs& a, cudaStream_t stream, int sms) {
+  if (a.n_nan_dev || a.n_nan > 0) {
+    scatter_kernel<S><<<static_cast<unsigned>(sms * 8), 256, 0, stream>>>(a);
+    TC_CUDA_LAUNCH_CHECK();
+  }
+  const std::int64_t outputs = a.out_rows * a.out_cols;
+  finish_kernel<T, S><<<static_cast<unsigned>((outputs + 255) / 256), 256, 0, stream>>>(a);
+  TC_CUDA_LAUNCH_CHECK();
 }
 
 template <class T>
@@ -91,17 +108,10 @@ void nan_interp_cuda(const NanInterpArgs& a) {
   int dev = 0, sms = 0;
   TC_CUDA_CHECK(cudaGetDevice(&dev));
   TC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  if (a.n_nan_dev || a.n_nan > 0) {
-    scatter_kernel<<<static_cast<unsigned>(sms * 8), 256, 0, stream>>>(a);
-    TC_CUDA_LAUNCH_CHECK();
-  }
-  const std::int64_t outputs = a.out_rows * a.out_cols;
-  const unsigned grid = static_cast<unsigned>((outputs + 255) / 256);
   if (a.dtype == DType::f64)
-    finish_kernel<double><<<grid, 256, 0, stream>>>(a);
+    a.s_f32 ? launch<double, float>(a, stream, sms) : launch<double, double>(a, stream, sms);
   else
-    finish_kernel<float><<<grid, 256, 0, stream>>>(a);
-  TC_CUDA_LAUNCH_CHECK();
+    a.s_f32 ? launch<float, float>(a, stream, sms) : launch<float, double>(a, stream, sms);
 }
 
 }  // namespace tc

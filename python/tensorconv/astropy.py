@@ -333,7 +333,7 @@ def _mark(ops, P, nonfinite: bool):
         return invalid.view(np.uint8), idx, None
     invalid = ops.empty(tuple(P.shape), "uint8", P)
     idx = ops.empty((P.shape[0] * P.shape[1],), "int64", P)
-    count = ops.zeros((1,), "int64", P)
+    count = ops.zeros((2,), "int64", P)  # [invalid pixels, NaN results (nan_interp)]
     _core.nan_mark(b.pointer(P), P.shape[0], P.shape[1], b.row_stride(P), ops.dtype_name(P),
                    b.pointer(invalid), b.pointer(idx), b.pointer(count), nonfinite, b.stream(P))
     return invalid, idx, count
@@ -342,20 +342,25 @@ def _mark(ops, P, nonfinite: bool):
 def _finish_interp(ops, entry, kf, P, marked, top, mode, scale, wnorm=1.0, floor=0.0,
                    floor_value=0.0):
     """top (the plan's numerator over P) -> the interpolated result, in place; and the number
-    of NaN results (CPU) or -1 (GPU)."""
+    of NaN results (CPU) or the device array whose element 1 holds it (GPU)."""
     b = ops.b
     invalid, idx, count = marked
     kh, kw = kf.shape
     ksum_seq, abs_ksum = _interp_sums(kf)
-    s = ops.zeros(tuple(top.shape), "float64", top) if b.on_device else None
+    s_f32 = b.on_device and ops.dtype_name(top) == "float32"  # fp32 data: float weight sums
+    s = (ops.zeros(tuple(top.shape), "float32" if s_f32 else "float64", top)
+         if b.on_device else None)
     kd = _kernel_on(entry, ops, kf, top)
-    nans = _core.nan_interp(b.pointer(P), P.shape[0], P.shape[1], b.row_stride(P), b.pointer(invalid),
-                     b.pointer(idx), int(idx.shape[0]) if count is None else -1, b.pointer(kd),
-                     kh, kw, 0 if s is None else b.pointer(s), b.pointer(top), top.shape[0], top.shape[1],
-                     b.row_stride(top), ops.dtype_name(top), ksum_seq, abs_ksum, float(scale),
-                     _TAU, mode, float(wnorm), float(floor), float(floor_value), b.on_device,
-                     b.stream(top), 0 if count is None else b.pointer(count))
-    return top, nans  # nans: the number of NaN results (CPU), -1 (GPU: not counted)
+    dev = count is not None
+    nans = _core.nan_interp(
+        b.pointer(P), P.shape[0], P.shape[1], b.row_stride(P), b.pointer(invalid),
+        b.pointer(idx), -1 if dev else int(idx.shape[0]), b.pointer(kd), kh, kw,
+        b.pointer(s) if dev else 0, b.pointer(top), top.shape[0], top.shape[1],
+        b.row_stride(top), ops.dtype_name(top), ksum_seq, abs_ksum, float(scale), _TAU, mode,
+        float(wnorm), float(floor), float(floor_value), b.on_device, b.stream(top),
+        b.pointer(count) if dev else 0, s_f32, b.pointer(count) + 8 if dev else 0)
+    # the number of NaN results: counted on the CPU; on a GPU in count[1] (read on demand)
+    return top, (nans if count is None else count)
 
 
 def _interp_sums(kf):
@@ -478,8 +483,7 @@ def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="inte
         full = ops.zeros((H, W), storage, res)
         full[kh // 2:kh // 2 + res.shape[0], kw // 2:kw // 2 + res.shape[1]] = res
         res = full
-    if nan_interpolate and not preserve_nan and (
-            nans > 0 if nans >= 0 else math.isnan(ops.sum64(res))):
+    if nan_interpolate and not preserve_nan and _any_nan(ops, res, nans):
         warnings.warn("nan_treatment='interpolate', however, NaN values detected post "
                       "convolution. A contiguous region of NaN values, larger than the kernel "
                       "size, are present in the input array. Increase the kernel size to avoid "
@@ -490,6 +494,13 @@ def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="inte
     if unit is not None:
         res = res << unit
     return res
+
+
+def _any_nan(ops, res, nans) -> bool:
+    """Whether the result holds NaN (astropy's warning): nan_interp's count where it ran."""
+    if isinstance(nans, int):
+        return nans > 0 if nans >= 0 else math.isnan(ops.sum64(res))
+    return int(nans[1]) > 0  # the device count: one small read
 
 
 def _normalizable(kernel_sum, tol) -> bool:
