@@ -224,7 +224,8 @@ PYBIND11_MODULE(_core, m) {
         a.nan_idx = reinterpret_cast<const std::int64_t*>(nan_idx);
         a.n_nan = n_nan;
         a.n_nan_dev = reinterpret_cast<const std::int64_t*>(n_nan_dev);
-        if (n_nan_dev && !on_device) throw ValueError("nan_interp: a device count needs device data");
+        if (n_nan_dev && !on_device)
+          throw ValueError("nan_interp: a device count needs device data");
         a.kernel = reinterpret_cast<const double*>(kernel);
         a.kh = kh;
         a.kw = kw;

@@ -488,12 +488,15 @@ def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="inte
                       "convolution. A contiguous region of NaN values, larger than the kernel "
                       "size, are present in the input array. Increase the kernel size to avoid "
                       "this.", AstropyUserWarning)
-    if preserve_nan:
-        ops.fill_where(res, initially_nan, float("nan"))
-    res = ops.astype(res, _out_dtype(ops, arr, False, prec))
-    if unit is not None:
-        res = res << unit
-    return res
+    return _finalize(ops, res, initially_nan if preserve_nan else None, arr, False, prec, unit)
+
+
+def _finalize(ops, res, nan_mask, arr, fft: bool, prec: str, unit):
+    """preserve_nan's NaNs back in, astropy's output dtype, the input's unit."""
+    if nan_mask is not None:
+        ops.fill_where(res, nan_mask, float("nan"))
+    res = ops.astype(res, _out_dtype(ops, arr, fft, prec))
+    return res << unit if unit is not None else res
 
 
 def _any_nan(ops, res, nans) -> bool:
@@ -654,12 +657,7 @@ def convolve_fft(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="
             res *= factor
     if P is not x:
         ops.release(entry, P)
-    if preserve_nan:
-        ops.fill_where(res, invalid, float("nan"))
-    res = ops.astype(res, _out_dtype(ops, arr, True, prec))
-    if unit is not None:
-        res = res << unit
-    return res
+    return _finalize(ops, res, invalid if preserve_nan else None, arr, True, prec, unit)
 
 
 def _check_huge(shape, kshape, boundary, allow_huge):
