@@ -17,6 +17,10 @@ larger than the kernel, image corners with a NaN fill) both sums are recomputed 
 in astropy's order, so those outputs equal astropy's float64 result exactly, including its
 no-valid-weight rule.
 
+Memory beyond input and output: the padded copy of the image (CPU: reused between calls); on a
+GPU also a uint8 mask and an int64 index slot per padded pixel and a float (fp32 data) or double
+weight sum per output.
+
 What goes to astropy itself (the call still works, at astropy's speed): input that is not a
 2-D array (1-D, 3-D, NDData, an astropy Kernel as the *array*), a kernel with NaN/inf in
 ``convolve``, and convolve_fft's implementation options when not at their defaults (crop=False,
