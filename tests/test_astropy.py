@@ -133,6 +133,26 @@ def test_convolve_nan_block_larger_than_kernel(boundary, kname):
     assert_astropy_close(got, ref, ASTROPY_MAX_REL["fp64"], f"{kname} {boundary}")
 
 
+@pytest.mark.parametrize("normalize", [True, False])
+def test_convolve_zero_valid_weight_rule(normalize):
+    """Integer kernels with negative and zero weights: windows whose valid weights sum to exactly
+    0 take astropy's centre-pixel rule (times the kernel sum when it is not normalized); signed
+    data."""
+    rng = np.random.default_rng(17)
+    for _ in range(20):
+        x = rng.normal(size=(23, 19))
+        x[rng.random(x.shape) < 0.5] = np.nan
+        k = rng.integers(-2, 4, (5, 3)).astype(float)
+        k[2, 1] += abs(k.sum()) + 1
+        ref = quiet(ap_convolve, x, k, normalize_kernel=normalize, boundary="extend")
+        got = quiet(tca.convolve, x, k, normalize_kernel=normalize, boundary="extend")
+        assert np.array_equal(np.isnan(got), np.isnan(ref))
+        f = np.isfinite(ref)
+        scale = np.nanmax(np.abs(x)) * np.abs(k).sum()
+        assert np.max(np.abs(got[f] - ref[f]) / np.maximum(np.abs(ref[f]), 1e-9 * scale)) <= \
+            ASTROPY_MAX_REL["fp64"]
+
+
 def test_convolve_masks():
     k = kernels()["box5"]
     x = image(seed=11)

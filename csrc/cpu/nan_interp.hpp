@@ -113,10 +113,12 @@ TC_NI_HD T finish(const NanInterpArgs& a, const T* p0, std::int64_t i, std::int6
     }
   }
   if (a.mode == 0) {
-    if (bot == 0.0) {  // astropy: no valid weight -> the centre pixel itself
+    if (bot == 0.0) {  // astropy: no valid weight -> the centre pixel itself (then scaled
+      // like every output when the kernel is not normalized)
       const std::int64_t ci = (i + a.kh / 2) * a.p_cols + j + a.kw / 2;
       const std::int64_t cs = (i + a.kh / 2) * a.p_stride + j + a.kw / 2;
-      return a.invalid[ci] ? static_cast<T>(quiet_nan()) : p0[cs];
+      return a.invalid[ci] ? static_cast<T>(quiet_nan())
+                           : static_cast<T>(static_cast<double>(p0[cs]) * a.scale);
     }
     return static_cast<T>(num / bot * a.scale);
   }
