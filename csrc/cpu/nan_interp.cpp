@@ -63,7 +63,8 @@ std::int64_t run(const NanInterpArgs& a) {
         int redo = 0;
         for (std::int64_t j = 0; j < a.out_cols; ++j) {
           const double bot = a.ksum - srow[j];
-          const double v = static_cast<double>(orow[j]) * a.scale / bot;
+          const double t = static_cast<double>(orow[j]);  // astropy's orders of operations
+          const double v = a.mode == 0 ? t / bot * a.scale : t * a.scale / bot;
           const bool bad = !(bot >= lim || bot <= -lim) || (a.mode == 1 && bot / a.wnorm < a.floor);
           redo |= bad;
           orow[j] = bad ? orow[j] : static_cast<T>(v);  // a bad output keeps its numerator
