@@ -24,3 +24,8 @@ BILATERAL_MAX_REL = {"fp64": 1e-12, "fp32": 1e-5, "fp16fp32": 5e-3}
 # 6 sigma_spatial so that its disc and our square window differ by weights < 1e-7): max |error|
 # on images in [0, 1]; cv2 interpolates the range weight from a table.
 BILATERAL_CV2_MAX_ABS = 1e-5
+
+# ---- tensorconv.astropy (tests/test_astropy.py) ---------------------------------------------
+# convolve / convolve_fft against astropy.convolution (float64): max relative error per pixel on
+# images in [0.1, 1] with NaN (issue #20's bounds); NaN patterns must be identical.
+ASTROPY_MAX_REL = {"fp64": 1e-12, "fp32": 1e-5}

@@ -6,6 +6,7 @@
 
 #include "../core/registry.hpp"
 #include "../cpu/fma_peak.hpp"
+#include "../cpu/nan_interp.hpp"
 #include "../cpu/simd_u8/simd_u8.hpp"
 
 namespace py = pybind11;
@@ -299,4 +300,73 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("method"), py::arg("entry"), py::arg("kernel"), py::arg("image_rows"),
       py::arg("image_cols"), py::arg("precision"), py::arg("range_sigma"));
+
+  // tensorconv.astropy: the finish of NaN interpolation after a method computed the numerator
+  // (csrc/cpu/nan_interp.hpp); all arrays are the caller's, on the data's device.
+  m.def(
+      "nan_interp",
+      [](std::uintptr_t p0, std::int64_t p_rows, std::int64_t p_cols, std::int64_t p_stride,
+         std::uintptr_t invalid, std::uintptr_t nan_idx, std::int64_t n_nan, std::uintptr_t kernel,
+         std::int64_t kh, std::int64_t kw, std::uintptr_t s, std::uintptr_t top,
+         std::int64_t out_rows, std::int64_t out_cols, std::int64_t out_stride,
+         const std::string& dtype, double ksum, double abs_ksum, double scale, double tau,
+         int mode, double wnorm, double floor, double floor_value, bool on_device,
+         std::uintptr_t stream, std::uintptr_t n_nan_dev, bool s_f32,
+         std::uintptr_t nan_results) {
+        if (out_rows < 1 || out_cols < 1 || p_rows != out_rows + kh - 1 ||
+            p_cols != out_cols + kw - 1 || p_stride < p_cols || out_stride < out_cols)
+          throw ValueError("nan_interp: inconsistent shapes");
+        NanInterpArgs a;
+        a.p0 = reinterpret_cast<const void*>(p0);
+        a.p_rows = p_rows;
+        a.p_cols = p_cols;
+        a.p_stride = p_stride;
+        a.invalid = reinterpret_cast<const std::uint8_t*>(invalid);
+        a.nan_idx = reinterpret_cast<const std::int64_t*>(nan_idx);
+        a.n_nan = n_nan;
+        a.n_nan_dev = reinterpret_cast<const std::int64_t*>(n_nan_dev);
+        if (n_nan_dev && !on_device)
+          throw ValueError("nan_interp: a device count needs device data");
+        a.kernel = reinterpret_cast<const double*>(kernel);
+        a.kh = kh;
+        a.kw = kw;
+        a.s = reinterpret_cast<void*>(s);
+        a.s_f32 = s_f32;
+        a.nan_results = reinterpret_cast<std::int64_t*>(nan_results);
+        if ((s_f32 || nan_results) && !on_device)
+          throw ValueError("nan_interp: s_f32 and nan_results are for device data");
+        a.top = reinterpret_cast<void*>(top);
+        a.out_rows = out_rows;
+        a.out_cols = out_cols;
+        a.out_stride = out_stride;
+        a.dtype = parse_dtype(dtype);
+        a.ksum = ksum;
+        a.abs_ksum = abs_ksum;
+        a.scale = scale;
+        a.tau = tau;
+        a.mode = mode;
+        a.wnorm = wnorm;
+        a.floor = floor;
+        a.floor_value = floor_value;
+        a.on_device = on_device;
+        a.stream = stream;
+        py::gil_scoped_release release;
+        return nan_interp(a);
+      });
+
+  m.def("nan_mark", [](std::uintptr_t p, std::int64_t rows, std::int64_t cols, std::int64_t stride,
+                       const std::string& dtype, std::uintptr_t invalid, std::uintptr_t idx,
+                       std::uintptr_t count, bool nonfinite, std::uintptr_t stream) {
+#ifdef TC_WITH_CUDA
+    DType d = parse_dtype(dtype);
+    py::gil_scoped_release release;
+    nan_mark_cuda(reinterpret_cast<void*>(p), rows, cols, stride, d,
+                  reinterpret_cast<std::uint8_t*>(invalid), reinterpret_cast<std::int64_t*>(idx),
+                  reinterpret_cast<std::int64_t*>(count), nonfinite, stream);
+#else
+    (void)p; (void)rows; (void)cols; (void)stride; (void)dtype; (void)invalid; (void)idx;
+    (void)count; (void)nonfinite; (void)stream;
+    throw ValueError("nan_mark: device arrays need a CUDA build of tensorconv");
+#endif
+  });
 }
