@@ -85,6 +85,7 @@ def default_precision(*dtype_strs: str) -> str:
 COMPLEX_PRECISIONS = ("fp32", "fp64")
 
 
+@functools.lru_cache(maxsize=256)
 def result_dtype(*dtype_strs: str) -> np.dtype:
     """The dtype scipy.signal.correlate2d/convolve2d return for inputs of these dtypes: NumPy's
     promotion of the two (int8 with uint8 -> int16, anything with complex64 -> complex...)."""
