@@ -81,14 +81,18 @@ def test_fft_cpu_complex_blocks(precision):
         assert relative_l2(out, ref) <= rel_l2_bound("fft_cpu", precision), (ih, iw, block)
 
 
-def test_fft_cpu_block_model():
+def test_fft_cpu_block_model(monkeypatch):
     # one whole transform for large kernels, blocks only for big images with small kernels
     assert _fft_cpu.choose_blocks(1024, 1024, 35, 35)[0] == (1024, 1024)
     bh, bw = _fft_cpu.choose_blocks(8192, 8192, 3, 3)[0]
     assert bh < 8192 and bw < 8192
     # rows up to MAX_STRIP_WIDTH wide: strips of whole rows (contiguous slabs), not squares
-    (bh, bw), _ = _fft_cpu.choose_blocks(2048, 2048, 55, 55)
-    assert bh < 2048 and bw == 2048
+    # (the default constants, where larger transforms cost more per operation)
+    monkeypatch.setattr(_cpu_cost, "_loaded", _cpu_cost.DEFAULTS)
+    unit = _cpu_cost.unit_seconds_fn("fp32")
+    for n, k in [(2048, 55), (4096, 25), (4096, 55)]:
+        bh, bw = _fft_cpu.choose_blocks(n, n, k, k, unit)[0]
+        assert bh < n and bw == n
     for shape in [(17, 23), (1000, 999), (4099, 513)]:
         (bh, bw), cost = _fft_cpu.choose_blocks(*shape, 5, 5)
         assert cost > 0 and 5 <= bh <= _fft_cpu.sfft.next_fast_len(shape[0])
