@@ -81,11 +81,18 @@ def test_fft_cpu_complex_blocks(precision):
         assert relative_l2(out, ref) <= rel_l2_bound("fft_cpu", precision), (ih, iw, block)
 
 
-def test_fft_cpu_block_model():
+def test_fft_cpu_block_model(monkeypatch):
     # one whole transform for large kernels, blocks only for big images with small kernels
     assert _fft_cpu.choose_blocks(1024, 1024, 35, 35)[0] == (1024, 1024)
     bh, bw = _fft_cpu.choose_blocks(8192, 8192, 3, 3)[0]
     assert bh < 8192 and bw < 8192
+    # rows up to MAX_STRIP_WIDTH wide: strips of whole rows (contiguous slabs), not squares
+    # (the default constants, where larger transforms cost more per operation)
+    monkeypatch.setattr(_cpu_cost, "_loaded", _cpu_cost.DEFAULTS)
+    unit = _cpu_cost.unit_seconds_fn("fp32")
+    for n, k in [(2048, 55), (4096, 25), (4096, 55)]:
+        bh, bw = _fft_cpu.choose_blocks(n, n, k, k, unit)[0]
+        assert bh < n and bw == n
     for shape in [(17, 23), (1000, 999), (4099, 513)]:
         (bh, bw), cost = _fft_cpu.choose_blocks(*shape, 5, 5)
         assert cost > 0 and 5 <= bh <= _fft_cpu.sfft.next_fast_len(shape[0])
@@ -247,3 +254,40 @@ def test_fft_cpu_rejects_device_arrays_and_bad_precision():
         tc.correlate2d(np.ones((8, 8)), np.ones((3, 3)), method="fft_cpu", precision="bf16")
     with pytest.raises(ValueError, match="at least as large as the kernel"):
         tc.plan(np.ones((9, 9)), (8, 8), mode="valid", method="fft_cpu")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fast_key_calls_match_the_general_path(fresh_cache, dtype):
+    # the commonest call (auto, one float dtype, fill 0) reuses its cached plan through a short
+    # key: same results as the general path, every mode, NaN/inf kept local on a spectral plan
+    rng = np.random.default_rng(21)
+    image = rng.random((300, 310)).astype(dtype)
+    kernel = (rng.random((41, 41)) + 0.1).astype(dtype)
+    assert _api._fast_key(image, kernel, "valid", "fill", 0, "auto", None, False, None, None)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for mode in ("valid", "same", "full"):
+        ref = scipy.signal.correlate2d(image.astype(np.float64), kernel.astype(np.float64), mode)
+        for _ in range(2):  # the second call takes the fast key
+            got = tc.correlate2d(image, kernel, mode)
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    hits = tc.plan_cache_info()["hits"]
+    assert hits == 3
+    image[5, 7] = np.nan
+    image[200, 250] = np.inf
+    ref = scipy.signal.correlate2d(image.astype(np.float64), kernel.astype(np.float64), "valid")
+    got = tc.correlate2d(image, kernel, "valid").astype(np.float64)
+    assert tc.plan_cache_info()["hits"] == hits + 1
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=tol)
+    # anything else takes the general key
+    other = np.float64 if dtype == np.float32 else np.float32
+    for args in [(image, kernel.astype(other), "valid", "fill", 0, "auto", None),
+                 (image, kernel, "valid", "fill", 1.0, "auto", None),
+                 (image, kernel, "valid", "wrap", 0, "auto", None),
+                 (image, kernel, "valid", "fill", 0, "direct", None),
+                 (image, kernel, "valid", "fill", 0, "auto", "fp64"),
+                 (kernel, image, "valid", "fill", 0, "auto", None)]:
+        assert _api._fast_key(*args, False, None, None) is None

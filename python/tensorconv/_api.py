@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _autotune, _bounds, _core, _cpu_cost, _plan_cache
-from ._arrays import backend_of, pad_sources
+from ._arrays import NumpyBackend, backend_of, pad_sources
 from ._factors import rank_factors
 from .methods import methods as _methods
 from .methods import takes_complex
@@ -85,6 +85,7 @@ def default_precision(*dtype_strs: str) -> str:
 COMPLEX_PRECISIONS = ("fp32", "fp64")
 
 
+@functools.lru_cache(maxsize=256)
 def result_dtype(*dtype_strs: str) -> np.dtype:
     """The dtype scipy.signal.correlate2d/convolve2d return for inputs of these dtypes: NumPy's
     promotion of the two (int8 with uint8 -> int16, anything with complex64 -> complex...)."""
@@ -519,8 +520,38 @@ def plan_options() -> list:
             for n, m, v, d, doc in _core.plan_options()]
 
 
+_NUMPY = NumpyBackend()
+_FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _fast_key(in1, in2, mode, boundary, fillvalue, method, precision, convolve, dtype, options):
+    """The plan-cache key of the commonest call, else None: two NumPy arrays of one float dtype
+    (float32 or float64), image at least the kernel's size, method 'auto', fill 0, no precision,
+    dtype or options. Such a call, once cached, skips the general checks and conversions (which
+    cost most of a small call's time, and more when another job has emptied the caches); the
+    key holds the kernel's bytes, as the general one does."""
+    if (method != "auto" or precision is not None or dtype is not None or options
+            or boundary != "fill" or type(in1) is not np.ndarray or type(in2) is not np.ndarray
+            or (fillvalue.__class__ not in (int, float) or fillvalue != 0)):
+        return None
+    dt = in1.dtype
+    if (dt is not in2.dtype and dt != in2.dtype) or dt not in _FAST_DTYPES or in1.ndim != 2 \
+            or in2.ndim != 2 or in2.nbytes > _plan_cache.MAX_KERNEL_BYTES:
+        return None
+    (ih, iw), (kh, kw) = in1.shape, in2.shape
+    if kh > ih or kw > iw or kh == 0 or kw == 0:
+        return None
+    return ("fast", in2.tobytes(), dt.char, in2.shape, in1.shape, mode, bool(convolve))
+
+
 def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool, dtype,
          options=None, batch=False):
+    fk = None if batch is not False else _fast_key(in1, in2, mode, boundary, fillvalue, method,
+                                                   precision, convolve, dtype, options)
+    if fk is not None:
+        p = _plan_cache.get(fk)
+        if p is not None:  # made from these very shapes and dtypes (checked then)
+            return p._real(_NUMPY, p._plan, in1, 0.0)
     b1, b2 = backend_of(in1), backend_of(in2)
     in1, in2 = b1.asarray(in1), b2.asarray(in2)
     if not isinstance(batch, (bool, np.bool_)):
@@ -568,10 +599,10 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
             in1, in2, b1, b2, swapped = in2, in1, b2, b1, True
     device = "cuda" if b1.on_device else None
     options = check_options(options)
-    key = None if b2.on_device or not isinstance(method, str) else _plan_cache.key(
+    key = fk or (None if b2.on_device or not isinstance(method, str) else _plan_cache.key(
         in2, in1.shape[-2:], mode, _check_boundary(boundary), fill, method, precision, convolve,
-        device, tuple(sorted(options.items())))
-    p = _plan_cache.get(key)
+        device, tuple(sorted(options.items()))))
+    p = _plan_cache.get(key) if fk is None else None  # (a fast key missed above)
     if p is None:
         p = Plan(in2, in1.shape[-2:], mode=mode, boundary=boundary, fillvalue=fill, method=method,
                  precision=precision, convolve=convolve, device=device, options=options)

@@ -12,6 +12,7 @@ import numpy as np
 
 _NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
               "complex64": np.complex64, "complex128": np.complex128}
+_DTYPE_STR: dict = {}  # dtype -> str(dtype) (NumpyBackend.dtype_str)
 
 
 def boundary_indices(n: int, before: int, after: int, boundary: str) -> np.ndarray:
@@ -48,7 +49,15 @@ class NumpyBackend:
 
     @staticmethod
     def dtype_str(x) -> str:
-        return str(x.dtype)
+        # str(dtype) costs ~5 us (numpy builds the name each time), a few times per call:
+        # a quarter of a small call's Python time; the few dtypes seen are remembered
+        dt = x.dtype
+        s = _DTYPE_STR.get(dt)
+        if s is None:
+            s = str(dt)
+            if len(_DTYPE_STR) < 64:
+                _DTYPE_STR[dt] = s
+        return s
 
     def to_storage(self, x, dtype: str):
         return self.xp.ascontiguousarray(x, dtype=_NP_DTYPES[dtype])
