@@ -102,6 +102,22 @@ def scipy_ndimage(image, kernel, precision):
     return lambda: nd.correlate(x, k, mode="constant"), _crop_same(kernel.shape)
 
 
+def _scipy_fft_peer(fn_name):
+    """scipy.signal.<fn_name>(x, flipped kernel, 'valid') in the precision's dtype."""
+    def make(image, kernel, precision):
+        fn = getattr(_module("scipy.signal"), fn_name)
+        dt = np.float32 if precision == "fp32" else np.float64
+        x = image.astype(dt)
+        k = np.ascontiguousarray(kernel.astype(dt)[::-1, ::-1])
+        return lambda: fn(x, k, "valid"), None
+    make.__doc__ = f"scipy.signal.{fn_name}(x, flipped kernel, 'valid')."
+    return make
+
+
+scipy_fftconvolve = _scipy_fft_peer("fftconvolve")
+scipy_oaconvolve = _scipy_fft_peer("oaconvolve")
+
+
 def opencv(image, kernel, precision):
     """cv2.filter2D (a correlation; DFT-based from 11x11 on), BORDER_CONSTANT."""
     cv2 = _module("cv2")
@@ -121,11 +137,14 @@ PEERS = {
     "scipy_signal": ("cpu", ("fp64",), scipy_signal, 3e8),
     "scipy_ndimage": ("cpu", ("fp32", "fp64"), scipy_ndimage, 5e8),
     "opencv": ("cpu", ("fp32", "fp64"), opencv, None),
+    "scipy_fftconvolve": ("cpu", ("fp32", "fp64"), scipy_fftconvolve, None),
+    "scipy_oaconvolve": ("cpu", ("fp32", "fp64"), scipy_oaconvolve, None),
 }
 # Module each peer needs (checked once per run: a missing one is one line, not one per row).
 PEER_MODULE = {"torch_conv2d": "torch", "torch_fft": "torch", "cupy_correlate": "cupyx.scipy.ndimage",
                "cupy_fftconvolve": "cupyx.scipy.signal", "scipy_signal": "scipy.signal",
-               "scipy_ndimage": "scipy.ndimage", "opencv": "cv2"}
+               "scipy_ndimage": "scipy.ndimage", "opencv": "cv2",
+               "scipy_fftconvolve": "scipy.signal", "scipy_oaconvolve": "scipy.signal"}
 
 
 def usable(names, log) -> list:

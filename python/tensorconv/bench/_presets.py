@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from math import comb
 
 import numpy as np
@@ -12,7 +13,7 @@ from ._sweep import Part
 from ._timing import time_host
 
 GPU_PEERS = ("torch_conv2d", "torch_fft", "cupy_correlate", "cupy_fftconvolve")
-CPU_PEERS = ("scipy_signal", "scipy_ndimage", "opencv")
+CPU_PEERS = ("scipy_signal", "scipy_fftconvolve", "scipy_oaconvolve", "scipy_ndimage", "opencv")
 ALL_PEERS = GPU_PEERS + CPU_PEERS
 PRECISIONS = tc.PRECISIONS
 # Kelefouras & Keramidas (2022) section 4: 300x200 .. 5184x3456, k = 3, 5, 7, 9.
@@ -64,8 +65,60 @@ def kelefouras() -> list:
     return []
 
 
+def cpu_float() -> list:
+    """Issue #18's CPU float grid: 512²..4096², k = 3..63, fp32 and fp64, 'auto' (on the CPU)
+    and every CPU registry method against scipy.signal (correlate2d where a call is short,
+    fftconvolve, oaconvolve), scipy.ndimage.correlate and cv2.filter2D, end to end from NumPy
+    (cpu_float_extras adds the FMA peak, load average and 32x32 small-call rows)."""
+    return [Part("cpu_float", (512, 1024, 2048, 4096),
+                 (3, 5, 7, 9, 11, 15, 25, 35, 45, 55, 63), ("fp32", "fp64"),
+                 correlate_methods("cpu") + ("auto",), CPU_PEERS, timing=("end_to_end",),
+                 device="cpu")]
+
+
 PRESETS = {"im2tensor": im2tensor, "kondo": kondo, "kelefouras": kelefouras,
-           "separable": separable}
+           "separable": separable, "cpu-float": cpu_float}
+
+
+def fma_peaks() -> dict:
+    """GFLOP/s of a register-only FMA loop on every core (csrc/cpu/fma_peak.cpp): the roof the
+    CPU rows are read against."""
+    core = tc._core
+    if not hasattr(core, "fma_peak_gflops"):
+        return {}
+    return {"isa": core.fma_peak_isa(),
+            **{p: round(core.fma_peak_gflops(p, 0, 0.5), 1) for p in ("fp32", "fp64")}}
+
+
+def small_call_rows(n_calls: int = 2000, repeat: int = 7) -> list:
+    """Issue #18 item 4: tensorconv.correlate2d against scipy.signal.correlate2d on a 32x32
+    float64 image and a 3x3 kernel, per call, every mode (median of `repeat` loops of n_calls
+    calls, interleaved; plan cache and lazy imports warmed first)."""
+    import scipy.signal
+
+    x = np.random.default_rng(1).random((32, 32))
+    k = np.random.default_rng(2).random((3, 3))
+    rows = []
+    for mode in ("full", "same", "valid"):
+        fns = {"auto": lambda: tc.correlate2d(x, k, mode),
+               "peer:scipy_signal": lambda: scipy.signal.correlate2d(x, k, mode)}
+        ts = {name: [] for name in fns}
+        for fn in fns.values():
+            for _ in range(max(1, n_calls // 10)):
+                fn()
+        for _ in range(repeat):
+            for name, fn in fns.items():
+                t = time.perf_counter()
+                for _ in range(n_calls):
+                    fn()
+                ts[name].append((time.perf_counter() - t) / n_calls * 1e3)
+        for name, v in ts.items():
+            rows.append({"impl": name, "precision": "fp64", "image": [32, 32], "kernel": [3, 3],
+                         "mode": mode, "kernel_kind": "random", "part": "small_call",
+                         "timing": "end_to_end", "median_ms": round(float(np.median(v)), 6),
+                         "runs": repeat, "calls_per_run": n_calls})
+    return rows
+
 
 
 def u8_kernels(k: int) -> dict:

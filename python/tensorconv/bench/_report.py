@@ -112,7 +112,8 @@ def markdown(doc: dict) -> str:
     if doc.get("clocks"):
         out.append(f"Clocks: {doc['clocks']}")
     out.append(f"CPU: {doc.get('cpu', '')} ({doc.get('cpu_count', '?')} threads)")
-    for key in ("preset", "images", "seconds", "skipped_for_time", "notes", "errata"):
+    for key in ("preset", "images", "seconds", "skipped_for_time", "notes", "errata",
+                "fma_peak_gflops", "load_average_start", "load_average_end"):
         if key in doc:
             out.append(f"{key}: {doc[key]}")
     out.append("")
@@ -121,7 +122,7 @@ def markdown(doc: dict) -> str:
         for (part, kind, image, prec), grp in sorted(groups.items(),
                                                      key=lambda kv: (kv[0][0], kv[0][1],
                                                                      kv[0][2], _porder(kv[0][3]))):
-            if part == "kelefouras":
+            if part in ("kelefouras", "small_call"):
                 continue
             ks = sorted({r["kernel"][0] for r in grp})
             out += [f"### {part} · {timing} · {image[0]}x{image[1]} · {prec} · {kind} kernels "
@@ -142,7 +143,8 @@ def markdown(doc: dict) -> str:
                     cells.append(c)
                 out.append(f"| {impl} | " + " | ".join(cells) + " |")
             out.append("")
-    out += memory_table(rows) + auto_table(rows) + replay_table(rows) + u8_table(rows)
+    out += (memory_table(rows) + auto_table(rows) + peer_table(rows) + small_call_table(rows)
+            + replay_table(rows) + u8_table(rows))
     return "\n".join(out) + "\n"
 
 
@@ -177,7 +179,7 @@ def auto_rows(rows) -> list:
     measured within the precision's bound) and the fastest of all, from the same run."""
     res = []
     for a in rows:
-        if a["impl"] != "auto" or a.get("median_ms") is None:
+        if a["impl"] != "auto" or a.get("median_ms") is None or a.get("part") == "small_call":
             continue
         same = [r for r in rows if r.get("timing") == a["timing"] and r["image"] == a["image"]
                 and r["kernel"] == a["kernel"] and r["precision"] == a["precision"]
@@ -261,6 +263,55 @@ def replay_table(rows) -> list:
     within = sum(r["ratio"] <= 1.10 for r in res)
     out += ["", f"decision within 10 % of the best at {within} of {len(res)} points.", ""]
     return out
+
+
+def peer_table(rows) -> list:
+    """CPU parts: auto's speed-up over the fastest peer of the same point (best peer ms / auto
+    ms; above 1: auto is faster), the peer named."""
+    sel = [r for r in rows if r.get("timing") == "end_to_end" and r.get("median_ms")
+           and r.get("part") not in ("small_call", "kelefouras")]
+    out = []
+    groups = {}
+    for r in sel:
+        groups.setdefault((r.get("part"), tuple(r["image"]), r["precision"]), []).append(r)
+    table = {}
+    for (part, image, prec), grp in groups.items():
+        for a in grp:
+            if a["impl"] != "auto":
+                continue
+            peers = [r for r in grp if r["impl"].startswith("peer:") and r["kernel"] == a["kernel"]]
+            if peers:
+                b = min(peers, key=lambda r: r["median_ms"])
+                table.setdefault((part, prec), {}).setdefault(image, {})[a["kernel"][0]] = (
+                    b["median_ms"] / a["median_ms"], b["impl"][5:])
+    for (part, prec), by_image in sorted(table.items(), key=lambda kv: (kv[0][0], _porder(kv[0][1]))):
+        ks = sorted({k for v in by_image.values() for k in v})
+        out += [f"### {part} · {prec}: speed-up of auto over the fastest peer (its name)", "",
+                "| image | " + " | ".join(f"k={k}" for k in ks) + " |", "|---|" + "---|" * len(ks)]
+        for image in sorted(by_image):
+            cells = [f"{by_image[image][k][0]:.2f} ({by_image[image][k][1]})"
+                     if k in by_image[image] else "—" for k in ks]
+            out.append(f"| {image[0]}x{image[1]} | " + " | ".join(cells) + " |")
+        out.append("")
+    return out
+
+
+def small_call_table(rows) -> list:
+    sel = [r for r in rows if r.get("part") == "small_call" and r.get("median_ms")]
+    if not sel:
+        return []
+    out = ["### small calls: 32x32 fp64, 3x3 (µs per call)", "",
+           "| mode | " + " | ".join(sorted({r["impl"] for r in sel}, key=_iorder)) + " | ratio |",
+           "|---|" + "---|" * (len({r["impl"] for r in sel}) + 1)]
+    for mode in ("full", "same", "valid"):
+        grp = {r["impl"]: r["median_ms"] * 1e3 for r in sel if r.get("mode") == mode}
+        if not grp:
+            continue
+        ratio = (grp.get("auto", 0) / grp["peer:scipy_signal"]
+                 if grp.get("peer:scipy_signal") else None)
+        out.append(f"| {mode} | " + " | ".join(f"{grp[i]:.1f}" for i in sorted(grp, key=_iorder))
+                   + f" | {'—' if ratio is None else format(ratio, '.2f')} |")
+    return out + ["", "ratio: auto's time over scipy.signal.correlate2d's.", ""]
 
 
 def u8_table(rows) -> list:

@@ -35,6 +35,7 @@ class Part:
     runs: int = 20
     warm: int = 3
     only: dict = field(default_factory=dict)  # precision -> the impls timed at it (else all)
+    device: str | None = None         # where 'auto' runs (None: the GPU when there is one)
 
     def wants(self, impl: str, precision: str) -> bool:
         return precision not in self.only or impl in self.only[precision]
@@ -118,7 +119,8 @@ class Sweep:
     def run(self, part: Part, progress=None):
         infos = {m.name: m for m in tc.methods()}
         peers = _peers.usable(part.peers, self.log) if part.peers else []
-        for n in part.sizes:
+        # smallest images first: a run cut short by --budget-s still covers every k there
+        for n in sorted(part.sizes):
             label, img = test_image(n, self.image_source)
             self.images[str(n)] = label
             for k in part.kernels:
@@ -145,7 +147,8 @@ class Sweep:
     def _methods(self, part, infos, names, n, k, kind, img, kernel, ref):
         for name in names:
             info = infos.get(name)
-            device = info.device if info else ("cuda" if self.device.lib else None)
+            device = info.device if info else (part.device or ("cuda" if self.device.lib
+                                                                 else None))
             if name != "auto" and (info is None or not info.available):
                 continue
             if device == "cuda" and self.device.lib is None:

@@ -4,6 +4,7 @@ with --tune, or redraw the tables and figures of a results file with --report.
 
   tensorconv-bench --preset im2tensor --out results/      # Tables 3-4, Figs 9-10 (GPU)
   tensorconv-bench --preset kelefouras                     # the uint8 grid against OpenCV (CPU)
+  tensorconv-bench --preset cpu-float                      # CPU float grid against scipy/OpenCV
   tensorconv-bench --sizes 1024 --kernels 3,15 --precisions fp32 --methods naive_shmem,fft
   tensorconv-bench --tune                                  # cost model of 'auto' for this GPU
   tensorconv-bench --report results/im2tensor_<device>.json [--readme README.md]
@@ -15,6 +16,7 @@ first keeps the host's Python work out), 3 warm-ups, median of 20 (fewer for a c
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -149,6 +151,13 @@ def main(argv=None) -> int:
     sweep = Sweep(dev, time.time() + a.budget_s, a.row_cap_s,
                   log=lambda s: print(s, file=sys.stderr))
     t0 = time.time()
+    extra = {}
+    if a.preset == "cpu-float":
+        extra["load_average_start"] = list(os.getloadavg())
+        extra["fma_peak_gflops"] = _presets.fma_peaks()
+        print(f"load average {extra['load_average_start']}; FMA peak (GFLOP/s, all cores): "
+              f"{extra['fma_peak_gflops']}", file=sys.stderr)
+        sweep.rows += _presets.small_call_rows()
     if a.preset == "kelefouras":
         sizes = _u8_sizes(a.sizes) if a.sizes else _presets.U8_SIZES
         ks = _ints(a.kernels, "kernels") if a.kernels else (3, 5, 7, 9)
@@ -181,12 +190,14 @@ def main(argv=None) -> int:
             sweep.run(p, bar)
     if bar is not None:
         bar.close()
+    if a.preset == "cpu-float":
+        extra["load_average_end"] = list(os.getloadavg())
     env = _report.environment(device_name)
     doc = _report.document(env, sweep.rows, title=f"tensorconv-bench {a.preset or ''}".strip(),
                            preset=a.preset, images=sweep.images,
                            seconds=round(time.time() - t0, 1),
                            skipped_for_time=sweep.skipped_for_time,
-                           notes=__doc__.split("\n\n")[-1].replace("\n", " "))
+                           notes=__doc__.split("\n\n")[-1].replace("\n", " "), **extra)
     stem = f"{a.preset or 'bench'}_{_report.slug(device_name)}"
     files = _report.write(doc, Path(a.out), stem)
     if sweep.skipped_for_time:
