@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 import tensorconv as tc
+from bounds import MAPE_PCT
 from tensorconv.bench import _peers, _report
 from tensorconv.bench.cli import main
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--preset", "nope"], "valid presets: im2tensor, kondo, kelefouras, separable"),
+    (["--preset", "nope"], "valid presets: im2tensor, kondo, kelefouras, separable, cpu-float"),
     (["--methods", "nope"], "valid methods: direct"),
     (["--precisions", "fp8"], "valid precisions: fp16, fp16fp32"),
     (["--peers", "matlab"], "valid peers: torch_conv2d"),
@@ -64,6 +65,37 @@ def test_kelefouras_preset_small(tmp_path):
     assert ours and all(r["image"] == [48, 64] and r["precision"] == "uint8" for r in ours)
     assert all(r["max_abs_diff_vs_opencv"] <= 1 for r in ours)
     assert {r["impl"] for r in doc["rows"]} == {"simd_u8", "peer:opencv"}
+
+
+def test_cpu_float_preset_small(tmp_path, capsys):
+    """--preset cpu-float at a tiny size: auto, direct and fft_cpu rows; every CPU peer either
+    has rows or was skipped with a line naming it; FMA peak, load average and the 32x32
+    small-call rows in the JSON; the speed-up table in the Markdown."""
+    assert main(["--preset", "cpu-float", "--sizes", "64", "--kernels", "3", "--budget-s", "20",
+                 "--runs", "3", "--out", str(tmp_path), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    doc = json.loads(next(tmp_path.glob("cpu-float_*.json")).read_text())
+    grid = [r for r in doc["rows"] if r["part"] == "cpu_float"]
+    impls = {r["impl"] for r in grid}
+    assert {"auto", "direct", "fft_cpu"} <= impls
+    for r in grid:
+        assert r["image"] == [64, 64] and r["kernel"] == [3, 3] and r["timing"] == "end_to_end"
+        assert r["precision"] in ("fp32", "fp64") and r["median_ms"] > 0
+        if r["impl"] == "auto":
+            assert r["chose"] in ("direct", "fft_cpu")
+    for peer in ("scipy_signal", "scipy_fftconvolve", "scipy_oaconvolve", "scipy_ndimage",
+                 "opencv"):
+        assert "peer:" + peer in impls or f"peer {peer} skipped" in err, peer
+    assert {"peer:scipy_fftconvolve", "peer:scipy_oaconvolve"} <= impls  # scipy is required
+    for r in grid:  # every method and peer agrees with the float64 reference
+        assert r["mape_pct"] is not None and r["mape_pct"] <= MAPE_PCT[r["precision"]], r
+    assert doc["fma_peak_gflops"].get("fp64", 0) > 0
+    assert len(doc["load_average_start"]) == 3 and len(doc["load_average_end"]) == 3
+    small = [r for r in doc["rows"] if r["part"] == "small_call"]
+    assert {(r["impl"], r["mode"]) for r in small} == {
+        (i, m) for i in ("auto", "peer:scipy_signal") for m in ("full", "same", "valid")}
+    md = next(tmp_path.glob("cpu-float_*.md")).read_text()
+    assert "speed-up of auto over the fastest peer" in md and "small calls: 32x32" in md
 
 
 def test_report_and_readme_block(tmp_path):
