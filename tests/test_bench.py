@@ -89,7 +89,7 @@ def test_cpu_float_preset_small(tmp_path, capsys):
     assert {"peer:scipy_fftconvolve", "peer:scipy_oaconvolve"} <= impls  # scipy is required
     for r in grid:  # every method and peer agrees with the float64 reference
         assert r["mape_pct"] is not None and r["mape_pct"] <= MAPE_PCT[r["precision"]], r
-    assert doc["fma_peak_gflops"].get("fp64", 0) > 0
+    assert doc["fma_peak_gflops"].get("fp64", 0) > 0 and all("load1" in r for r in grid)
     assert len(doc["load_average_start"]) == 3 and len(doc["load_average_end"]) == 3
     small = [r for r in doc["rows"] if r["part"] == "small_call"]
     assert {(r["impl"], r["mode"]) for r in small} == {

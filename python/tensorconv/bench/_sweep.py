@@ -7,6 +7,7 @@ float64 reference of the same image (by FFT, within ~1e-15 of correlate2d)."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -217,9 +218,10 @@ class Sweep:
         out = p(host)
         extra = {"extra_bytes": int(p.workspace_bytes), "mape_pct": _finite_or_none(mape, out, ref.host)}
         ms, runs = time_host(lambda i: p(host), part.runs, part.warm, self.row_cap_s)
+        load1 = _load1()
         for timing in part.timing:  # a CPU method's kernel time is its end-to-end time
             self._add({**base, "timing": timing, "median_ms": round(ms, 4), "runs": runs,
-                       **extra, **chosen})
+                       **extra, **chosen, **load1})
 
     # ---- peers -----------------------------------------------------------------------------
     def _peers(self, part, peers, n, k, kind, img, kernel, ref):
@@ -249,6 +251,7 @@ class Sweep:
                         o = np.asarray(out)[crop] if crop else np.asarray(out)
                         mp = _finite_or_none(mape, o, ref.host) if o.shape == ref.shape else None
                         ms, runs = time_host(lambda i: fn(), part.runs, part.warm, self.row_cap_s)
+                    load1 = _load1() if dev_kind == "cpu" else {}
                 except _peers.PeerSkip as e:
                     self.log(f"peer {name} {prec} skipped: {e}")
                     continue
@@ -259,10 +262,18 @@ class Sweep:
                 # a CPU peer's call is both its kernel and its end-to-end time
                 for timing in (("kernel",) if dev_kind == "cuda" else part.timing):
                     self._add({**base, "timing": timing, "median_ms": round(ms, 5), "runs": runs,
-                               "mape_pct": mp})
+                               "mape_pct": mp, **load1})
 
     def _add(self, row):
         self.rows.append(row)
+
+
+def _load1() -> dict:
+    """The 1-minute load average beside a host-timed row (the CPU is often shared)."""
+    try:
+        return {"load1": round(os.getloadavg()[0], 2)}
+    except OSError:
+        return {}
 
 
 def _finite_or_none(metric, out, ref):
