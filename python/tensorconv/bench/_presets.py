@@ -69,11 +69,12 @@ def cpu_float() -> list:
     """Issue #18's CPU float grid: 512²..4096², k = 3..63, fp32 and fp64, 'auto' (on the CPU)
     and every CPU registry method against scipy.signal (correlate2d where a call is short,
     fftconvolve, oaconvolve), scipy.ndimage.correlate and cv2.filter2D, end to end from NumPy
-    (cpu_float_extras adds the FMA peak, load average and 32x32 small-call rows)."""
+    (timed in shared rounds per point, as the former benchmarks/cpu_float.py did;
+    fma_peaks and small_call_rows add the FMA peak, load average and 32x32 small-call rows)."""
     return [Part("cpu_float", (512, 1024, 2048, 4096),
                  (3, 5, 7, 9, 11, 15, 25, 35, 45, 55, 63), ("fp32", "fp64"),
                  correlate_methods("cpu") + ("auto",), CPU_PEERS, timing=("end_to_end",),
-                 device="cpu")]
+                 device="cpu", interleave=True)]
 
 
 PRESETS = {"im2tensor": im2tensor, "kondo": kondo, "kelefouras": kelefouras,

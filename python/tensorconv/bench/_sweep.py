@@ -16,7 +16,7 @@ import numpy as np
 import tensorconv as tc
 
 from . import _peers
-from ._timing import L2_BYTES, Device, time_device, time_host
+from ._timing import L2_BYTES, Device, time_device, time_host, time_interleaved
 
 _ESIZE = {"float16": 2, "float32": 4, "float64": 8}
 
@@ -37,6 +37,7 @@ class Part:
     warm: int = 3
     only: dict = field(default_factory=dict)  # precision -> the impls timed at it (else all)
     device: str | None = None         # where 'auto' runs (None: the GPU when there is one)
+    interleave: bool = False          # host-timed impls of a point timed in shared rounds
 
     def wants(self, impl: str, precision: str) -> bool:
         return precision not in self.only or impl in self.only[precision]
@@ -113,6 +114,7 @@ class Sweep:
     rows: list = field(default_factory=list)
     images: dict = field(default_factory=dict)
     skipped_for_time: int = 0
+    _pending: list | None = None      # (fn, rows to complete, digits) while a point interleaves
 
     def out_of_time(self) -> bool:
         return time.time() > self.deadline
@@ -138,9 +140,11 @@ class Sweep:
                     kernel = KERNELS[kind](k)
                     ref = _Ref(img, kernel, self.device)
                     names = part.methods if kind == part.kind else part.gaussian_for
+                    self._pending = [] if part.interleave else None
                     self._methods(part, infos, names, n, k, kind, img, kernel, ref)
                     if kind == part.kind:
                         self._peers(part, peers, n, k, kind, img, kernel, ref)
+                    self._flush(part)
                 if progress:
                     progress.update(1)
 
@@ -217,6 +221,10 @@ class Sweep:
         host = np.ascontiguousarray(img.astype(p.storage))
         out = p(host)
         extra = {"extra_bytes": int(p.workspace_bytes), "mape_pct": _finite_or_none(mape, out, ref.host)}
+        if self._pending is not None:
+            self._pending.append((lambda i: p(host), [{**base, "timing": t, **extra, **chosen}
+                                                      for t in part.timing], 4))
+            return
         ms, runs = time_host(lambda i: p(host), part.runs, part.warm, self.row_cap_s)
         load1 = _load1()
         for timing in part.timing:  # a CPU method's kernel time is its end-to-end time
@@ -250,6 +258,10 @@ class Sweep:
                     else:
                         o = np.asarray(out)[crop] if crop else np.asarray(out)
                         mp = _finite_or_none(mape, o, ref.host) if o.shape == ref.shape else None
+                        if self._pending is not None:
+                            self._pending.append((lambda i, fn=fn: fn(), [
+                                {**base, "timing": t, "mape_pct": mp} for t in part.timing], 5))
+                            continue
                         ms, runs = time_host(lambda i: fn(), part.runs, part.warm, self.row_cap_s)
                     load1 = _load1() if dev_kind == "cpu" else {}
                 except _peers.PeerSkip as e:
@@ -263,6 +275,17 @@ class Sweep:
                 for timing in (("kernel",) if dev_kind == "cuda" else part.timing):
                     self._add({**base, "timing": timing, "median_ms": round(ms, 5), "runs": runs,
                                "mape_pct": mp, **load1})
+
+    def _flush(self, part):
+        """Time the point's pending host calls in shared rounds and add their rows."""
+        pending, self._pending = self._pending, None
+        if not pending:
+            return
+        res = time_interleaved([fn for fn, _, _ in pending], part.runs, part.warm, self.row_cap_s)
+        load1 = _load1()
+        for (_, rows, digits), (ms, runs) in zip(pending, res):
+            for row in rows:
+                self._add({**row, "median_ms": round(ms, digits), "runs": runs, **load1})
 
     def _add(self, row):
         self.rows.append(row)

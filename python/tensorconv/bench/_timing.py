@@ -138,3 +138,28 @@ def time_host(fn, runs=20, warm=3, row_cap_s=10.0, sync=None) -> tuple:
     for i in range(warm):
         once(i)
     return statistics.median([once(i) for i in range(runs)]) if runs > 1 else first, runs
+
+
+def time_interleaved(fns, runs=20, warm=3, row_cap_s=10.0, seed=0) -> list:
+    """[(median ms, runs)] of each fn(i), wall clock, timed in rounds: each round calls every fn
+    still short of its count once, in a fresh random order (fixed seed). No implementation
+    always follows the same one (a call after another's large working set finds the caches
+    flushed), and load from other jobs that comes and goes reaches them all alike."""
+    def once(fn, i):
+        t = time.perf_counter()
+        fn(i)
+        return (time.perf_counter() - t) * 1e3
+
+    first = [once(fn, 0) for fn in fns]
+    plans = [plan_runs(f / 1e3, runs, warm, row_cap_s) for f in first]
+    for i in range(max((w for _, w in plans), default=0)):
+        for fn, (_, w) in zip(fns, plans):
+            if i < w:
+                once(fn, i)
+    times = [[] for _ in fns]
+    order = np.random.default_rng(seed)
+    for i in range(max((r for r, _ in plans), default=0)):
+        for j in order.permutation(len(fns)):
+            if i < plans[j][0]:
+                times[j].append(once(fns[j], i))
+    return [(statistics.median(t) if r > 1 else f, r) for t, f, (r, _) in zip(times, first, plans)]
