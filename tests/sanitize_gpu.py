@@ -109,12 +109,14 @@ def main():
 
 def nonfinite(rng, ok=True):
     """NaN/inf repair (csrc/cuda/nonfinite.*): flagged epilogues (im2tensor_fused's mma path,
-    fir, separable's terms) and the unflagged full test (im2tensor's Tr+ pass, cublas)."""
+    fir, separable's terms), the unflagged full test (im2tensor's Tr+ pass, cublas) and fft's
+    staged zeros with their windows marked (run_windows)."""
     img = rng.random((90, 150))
     img[5, 7], img[60, 100], img[89, 149] = np.nan, np.inf, -np.inf
     for name, p, kshape in (("im2tensor_fused", "fp16fp32", (9, 20)), ("im2tensor", "fp32", (7, 7)),
                             ("im2tensor_cublas", "fp64", (5, 6)), ("fir_dki", "bf16", (9, 70)),
-                            ("separable", "fp16", (5, 7)), ("separable", "fp32", (9, 9))):
+                            ("separable", "fp16", (5, 7)), ("separable", "fp32", (9, 9)),
+                            ("fft", "fp16", (9, 20)), ("fft", "fp32", (7, 40)), ("fft", "fp64", (5, 6))):
         k = rng.uniform(0.25, 1.0, kshape) * np.where(rng.random(kshape) < 0.5, -1, 1)
         out = np.asarray(tc.correlate2d(img, k, "full", method=name, precision=p), np.float64)
         ref = scipy.signal.correlate2d(img, k, "full")

@@ -292,7 +292,8 @@ def test_torch_round_trip_and_stream(method):
 
 
 def test_fft_input_unchanged_on_direct_path():
-    """fp32 images of a fast size feed cuFFT directly; R2C must not overwrite them."""
+    """fp32 images of a fast size (staged like any other, for the NaN/inf repair) are never
+    written."""
     torch = _torch()
     rng = np.random.default_rng(14)
     x = torch.tensor(rng.random((64, 60)), dtype=torch.float32, device="cuda")
@@ -315,13 +316,14 @@ def test_fft_fp16_large_values_scaled():
 
 
 def test_auto_fft_keeps_non_finite_local():
-    """'auto' picks cuFFT for this large kernel; an image holding NaN/inf runs naive_shmem."""
+    """'auto' picks cuFFT for this large kernel; an image holding NaN/inf runs on it too (no host
+    test, no second method): the device repair keeps them in their windows."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(12)
     image = rng.random((300, 310))
     kernel = rng.random((41, 41)) + 0.1  # positive: inf stays inf
     p = tc.plan(torch.tensor(kernel, device="cuda"), image.shape, mode="valid")
-    assert p.method == "fft"
+    assert p.method == "fft" and p._finite_fallback is None
     image[5, 7], image[200, 250] = np.nan, np.inf
     ref = scipy.signal.correlate2d(image, kernel, "valid")
     got = p(torch.tensor(image, device="cuda")).cpu().numpy()
@@ -329,6 +331,40 @@ def test_auto_fft_keeps_non_finite_local():
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
     finite = np.isfinite(ref)
     np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-10)
+
+
+def test_fft_overlap_save_keeps_non_finite_local():
+    """8192^2 fp32 takes fft's overlap-save tiles (2048^2 at a stride of 2044): NaN and +-inf
+    planted at tile edges and corners reach exactly their own windows, and the finite outputs
+    around them keep fp32 accuracy."""
+    torch = _torch()
+    rng = np.random.default_rng(21)
+    n, k = 8192, 5
+    image = rng.random((n, n), dtype=np.float32)
+    kernel = rng.uniform(0.25, 1.0, (k, k))  # positive: a window with one inf is that inf
+    spots = {(0, 0): np.nan, (2043, 2044): np.inf, (2044, 5000): -np.inf, (4090, 2040): np.nan,
+             (8191, 8191): np.inf, (6000, 100): np.nan, (2046, 2047): np.nan}
+    for yx, v in spots.items():
+        image[yx] = v
+    p = tc.plan(kernel, (n, n), mode="valid", method="fft", precision="fp32")
+    got = p(torch.from_numpy(image).cuda()).cpu().numpy()
+
+    def reach(mask):  # outputs whose 5x5 window holds a pixel of mask (summed-area table)
+        c = np.pad(mask.cumsum(0, dtype=np.int32).cumsum(1, dtype=np.int32), ((1, 0), (1, 0)))
+        return (c[k:, k:] - c[:-k, k:] - c[k:, :-k] + c[:-k, :-k]) > 0
+
+    nan = reach(np.isnan(image))
+    pos, neg = reach(image == np.inf) & ~nan, reach(image == -np.inf) & ~nan
+    assert np.array_equal(np.isnan(got), nan | (pos & neg))
+    assert np.array_equal(got == np.inf, pos & ~neg)
+    assert np.array_equal(got == -np.inf, neg & ~pos)
+    for y, x in spots:  # finite outputs around each spot against float64
+        y0, x0 = max(y - 12, 0), max(x - 12, 0)
+        y1, x1 = min(y + 12, n - k + 1), min(x + 12, n - k + 1)
+        ref = _ref(image[y0:y1 + k - 1, x0:x1 + k - 1].astype(np.float64), kernel)
+        sub, ok = got[y0:y1, x0:x1], np.isfinite(ref)
+        assert np.array_equal(np.isfinite(sub), ok), (y, x)
+        assert relative_l2(sub[ok], ref[ok]) <= rel_l2_bound("fft", "fp32"), (y, x)
 
 
 # ---- errors ----------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """NaN and ±inf stay local (issue #17 item 4): for every correlate2d method × precision of the
 registry, an output is NaN/±inf exactly where scipy.signal.correlate2d in float64 puts it (its
 own window holds a non-finite value), in every mode, and the finite outputs keep the method's
-accuracy bound (tests/bounds.py). Spectral methods (fft, fft_cpu) are exempt: a transform
-spreads one NaN over the whole image by construction; `auto` never sends non-finite data to them
-(tests/test_auto.py, tests/test_cpu_float.py)."""
+accuracy bound (tests/bounds.py). cuFFT's `fft` is checked too: its staging zeroes non-finite
+pixels and a device pass recomputes their windows (csrc/cuda/fft.cu). `fft_cpu` is exempt: its
+transform spreads one NaN over the whole image, and `auto` never sends non-finite data to it
+(tests/test_cpu_float.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from conftest import float_method_params
 import tensorconv as tc
 from tensorconv.metrics import relative_l2
 
-SPECTRAL = {"fft", "fft_cpu"}  # exempt: the product of spectra mixes every pixel into every output
+SPECTRAL = {"fft_cpu"}  # exempt: the product of spectra mixes every pixel into every output
 MODES = ("valid", "same", "full")
 
 

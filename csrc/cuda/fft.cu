@@ -17,6 +17,15 @@
 // a stride of T - k + 1, gathered in batches of B tiles, one batched R2C / product / C2R per
 // batch, each tile's valid T - k + 1 square scattered to the output. The kernel spectrum is then
 // T x (T/2 + 1), and the workspace O(B T^2) whatever the image size.
+//
+// NaN and ±inf stay local (scipy's rule), with no host test: the staging that copies the image
+// into the transform buffer (pad / tile gather; always, even where the image has the transform's
+// shape) stores 0 for a non-finite pixel and marks the plan's NonfiniteRepair flag, and after
+// the crop its run_windows() sets every output whose window holds such a pixel to NaN and
+// recomputes those by a direct float64 sum (nonfinite.cuh). The crop also marks non-finite
+// results (overflow, a non-finite kernel), which the same pass recomputes. Finite images pay the
+// staging copy (~0.05 ms at 4096^2 fp32 where the image was the transform's input before) and
+// three near-empty launches. Complex data (FftComplexPlan) still spreads NaN/inf over the image.
 #include <cufft.h>
 #include <cufftXt.h>
 
@@ -29,6 +38,7 @@
 
 #include "../core/factories.hpp"
 #include "common.cuh"
+#include "nonfinite.cuh"
 #include "precision.cuh"
 
 namespace tc {
@@ -134,7 +144,8 @@ template <class Store>
 __global__ void __launch_bounds__(256) absmax_kernel(const Store* __restrict__ in,
                                                      std::int64_t stride, int rows, int cols,
                                                      unsigned* __restrict__ result) {
-  auto pick = [](float a, float b) { return (b > a || b != b) ? b : a; };  // NaN wins
+  // non-finite pixels are skipped: the staging stores 0 for them (the repair recomputes theirs)
+  auto pick = [](float a, float b) { return (b > a && b <= 3.402823466e38f) ? b : a; };
   float m = 0.f;
   for (int y = blockIdx.y; y < rows; y += gridDim.y)
     for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < cols; x += gridDim.x * blockDim.x)
@@ -146,7 +157,7 @@ __global__ void __launch_bounds__(256) absmax_kernel(const Store* __restrict__ i
   if (threadIdx.x == 0) {
     for (int w = 1; w < 8; ++w) m = pick(m, warp_max[w]);
     // One atomic per block (per-warp atomics on one word serialize: ~0.4 ms at 4096^2).
-    // Non-negative floats (and NaN's bit pattern) order like unsigned integers.
+    // Non-negative floats order like unsigned integers.
     atomicMax(result, __float_as_uint(m));
   }
 }
@@ -159,20 +170,28 @@ __device__ inline float image_scale(const unsigned* amax_bits, double nm) {
   return exp2f(floorf(log2f(static_cast<float>(32768.0 / nm) / amax)));
 }
 
+// One pixel into the transform's type (scaled for fp16); a non-finite one is 0 and marks nf.
+template <Precision P>
+__device__ __forceinline__ typename Fft<P>::Real stage(typename Prec<P>::Store p, float s, int* nf) {
+  if (nonfinite(p)) {
+    *nf = 1;  // benign race: every writer stores 1
+    return typename Fft<P>::Real(0);
+  }
+  if constexpr (Fft<P>::scaled)
+    return __float2half_rn(__half2float(p) * s);
+  else
+    return static_cast<typename Fft<P>::Real>(p);
+}
+
 template <Precision P>
 __global__ void pad_kernel(const typename Prec<P>::Store* __restrict__ in, std::int64_t stride,
                            int ih, int iw, typename Fft<P>::Real* __restrict__ buf, int n, int m,
-                           const unsigned* amax_bits) {
+                           const unsigned* amax_bits, int* nf) {
   const float s = image_scale(amax_bits, double(n) * m);
   for (int y = blockIdx.y; y < n; y += gridDim.y)
     for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < m; x += gridDim.x * blockDim.x) {
       typename Fft<P>::Real v = 0;
-      if (y < ih && x < iw) {
-        if constexpr (Fft<P>::scaled)
-          v = __float2half_rn(__half2float(in[y * stride + x]) * s);
-        else
-          v = static_cast<typename Fft<P>::Real>(in[y * stride + x]);
-      }
+      if (y < ih && x < iw) v = stage<P>(in[y * stride + x], s, nf);
       buf[static_cast<std::int64_t>(y) * m + x] = v;
     }
 }
@@ -196,16 +215,20 @@ __global__ void multiply_kernel(Cplx* __restrict__ x, const Cplx* __restrict__ k
 template <Precision P>
 __global__ void crop_kernel(const typename Fft<P>::Real* __restrict__ buf, int m,
                             typename Prec<P>::Store* __restrict__ out, std::int64_t stride,
-                            int oh, int ow, const unsigned* amax_bits, double nm, float kscale) {
+                            int oh, int ow, const unsigned* amax_bits, double nm, float kscale,
+                            int* nf) {
   float undo = 1.f;
   if constexpr (Fft<P>::scaled) undo = 1.f / (image_scale(amax_bits, nm) * kscale * float(nm));
   for (int y = blockIdx.y; y < oh; y += gridDim.y)
     for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < ow; x += gridDim.x * blockDim.x) {
       const auto v = buf[static_cast<std::int64_t>(y) * m + x];
+      typename Prec<P>::Store o;
       if constexpr (Fft<P>::scaled)
-        out[y * stride + x] = __float2half_rn(__half2float(v) * undo);
+        o = __float2half_rn(__half2float(v) * undo);
       else
-        out[y * stride + x] = static_cast<typename Prec<P>::Store>(v);
+        o = static_cast<typename Prec<P>::Store>(v);
+      out[y * stride + x] = o;
+      mark_nonfinite(nf, o);
     }
 }
 
@@ -227,7 +250,7 @@ template <Precision P>
 __global__ void tile_gather_kernel(const typename Prec<P>::Store* __restrict__ in,
                                    std::int64_t stride, int ih, int iw,
                                    typename Fft<P>::Real* __restrict__ buf, TileGrid tg, int t0,
-                                   const unsigned* amax_bits) {
+                                   const unsigned* amax_bits, int* nf) {
   const float s = image_scale(amax_bits, double(tg.n) * tg.m);
   int oy = 0, ox = 0;
   const bool live = tg.origin(t0 + static_cast<int>(blockIdx.z), oy, ox);
@@ -236,12 +259,7 @@ __global__ void tile_gather_kernel(const typename Prec<P>::Store* __restrict__ i
     for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < tg.m; x += gridDim.x * blockDim.x) {
       typename Fft<P>::Real v = 0;
       const int gy = oy + y, gx = ox + x;
-      if (live && gy < ih && gx < iw) {
-        if constexpr (Fft<P>::scaled)
-          v = __float2half_rn(__half2float(in[gy * stride + gx]) * s);
-        else
-          v = static_cast<typename Fft<P>::Real>(in[gy * stride + gx]);
-      }
+      if (live && gy < ih && gx < iw) v = stage<P>(in[gy * stride + gx], s, nf);
       dst[static_cast<std::int64_t>(y) * tg.m + x] = v;
     }
 }
@@ -260,7 +278,7 @@ template <Precision P>
 __global__ void tile_scatter_kernel(const typename Fft<P>::Real* __restrict__ buf, TileGrid tg,
                                     int t0, typename Prec<P>::Store* __restrict__ out,
                                     std::int64_t stride, int oh, int ow,
-                                    const unsigned* amax_bits, float kscale) {
+                                    const unsigned* amax_bits, float kscale, int* nf) {
   const double nm = double(tg.n) * tg.m;
   float undo = 1.f;
   if constexpr (Fft<P>::scaled) undo = 1.f / (image_scale(amax_bits, nm) * kscale * float(nm));
@@ -271,10 +289,13 @@ __global__ void tile_scatter_kernel(const typename Fft<P>::Real* __restrict__ bu
   for (int y = blockIdx.y; y < rows; y += gridDim.y)
     for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < cols; x += gridDim.x * blockDim.x) {
       const auto v = src[static_cast<std::int64_t>(y) * tg.m + x];
+      typename Prec<P>::Store o;
       if constexpr (Fft<P>::scaled)
-        out[(oy + y) * stride + ox + x] = __float2half_rn(__half2float(v) * undo);
+        o = __float2half_rn(__half2float(v) * undo);
       else
-        out[(oy + y) * stride + ox + x] = static_cast<typename Prec<P>::Store>(v);
+        o = static_cast<typename Prec<P>::Store>(v);
+      out[(oy + y) * stride + ox + x] = o;
+      mark_nonfinite(nf, o);
     }
 }
 
@@ -312,7 +333,7 @@ class FftPlan final : public CudaPlan {
   using Store = typename Prec<P>::Store;
 
  public:
-  explicit FftPlan(const PlanRequest& r) : CudaPlan(r) {
+  explicit FftPlan(const PlanRequest& r) : CudaPlan(r), nf_(r) {
     const bool pow2 = P == Precision::fp16;
     n_ = next_fast_size(r.ih, pow2);
     m_ = next_fast_size(r.iw, pow2);
@@ -344,6 +365,7 @@ class FftPlan final : public CudaPlan {
     const int ih = static_cast<int>(in.rows), iw = static_cast<int>(in.cols);
     const int n = static_cast<int>(n_), m = static_cast<int>(m_);
     const unsigned* amax = nullptr;
+    nf_.arm(stream);
     if constexpr (F::scaled) {
       TC_CUDA_CHECK(cudaMemsetAsync(amax_.get(), 0, sizeof(unsigned), stream));
       const dim3 agrid(std::min(ceil_div(iw, 256), 4), std::min(ih, 1024));
@@ -354,29 +376,26 @@ class FftPlan final : public CudaPlan {
     }
     if (tg_.tiles > 0) {
       run_tiles(in, out, stream, amax);
+      nf_.run_windows(in, out, stream);
       return;
     }
-    // The image itself is the transform's input when it already has the transform's shape.
-    const bool direct = std::is_same<Real, Store>::value && !F::scaled && ih == n && iw == m &&
-                        in.row_stride == m;
-    void* src = in.data;
-    if (!direct) {
-      pad_kernel<P><<<grid2d(m, n), 256, 0, stream>>>(in.ptr<Store>(), in.row_stride, ih, iw,
-                                                      real_.get<Real>(), n, m, amax);
-      TC_CUDA_LAUNCH_CHECK();
-      src = real_.get();
-    }
+    // Always staged, even where the image has the transform's shape: the copy is where
+    // non-finite pixels become 0 (header).
+    pad_kernel<P><<<grid2d(m, n), 256, 0, stream>>>(in.ptr<Store>(), in.row_stride, ih, iw,
+                                                    real_.get<Real>(), n, m, amax, nf_.flag());
+    TC_CUDA_LAUNCH_CHECK();
     TC_CUFFT_CHECK(cufftSetStream(fwd_.get(), stream));
     TC_CUFFT_CHECK(cufftSetStream(inv_.get(), stream));
-    TC_CUFFT_CHECK(cufftXtExec(fwd_.get(), src, spec_.get(), CUFFT_FORWARD));
+    TC_CUFFT_CHECK(cufftXtExec(fwd_.get(), real_.get(), spec_.get(), CUFFT_FORWARD));
     multiply_kernel<Cplx><<<grid1d(n_ * mc_), 256, 0, stream>>>(spec_.get<Cplx>(),
                                                                 kspec_.get<Cplx>(), n_ * mc_);
     TC_CUDA_LAUNCH_CHECK();
     TC_CUFFT_CHECK(cufftXtExec(inv_.get(), spec_.get(), real_.get(), CUFFT_INVERSE));
     crop_kernel<P><<<grid2d(out.cols, out.rows), 256, 0, stream>>>(
         real_.get<Real>(), m, out.ptr<Store>(), out.row_stride, static_cast<int>(out.rows),
-        static_cast<int>(out.cols), amax, double(n_) * double(m_), kscale_);
+        static_cast<int>(out.cols), amax, double(n_) * double(m_), kscale_, nf_.flag());
     TC_CUDA_LAUNCH_CHECK();
+    nf_.run_windows(in, out, stream);
   }
 
  private:
@@ -412,7 +431,7 @@ class FftPlan final : public CudaPlan {
       dim3 g = grid2d(m_, std::min<std::int64_t>(n_, 256));  // blocks loop over the rows
       g.z = b;
       tile_gather_kernel<P><<<g, 256, 0, stream>>>(in.ptr<Store>(), in.row_stride, ih, iw,
-                                                   real_.get<Real>(), tg_, t0, amax);
+                                                   real_.get<Real>(), tg_, t0, amax, nf_.flag());
       TC_CUDA_LAUNCH_CHECK();
       TC_CUFFT_CHECK(cufftXtExec(fwd_.get(), real_.get(), spec_.get(), CUFFT_FORWARD));
       const dim3 gm(std::max(1, std::min(ceil_div(n_ * mc_, 256), 1024)), b);
@@ -424,7 +443,8 @@ class FftPlan final : public CudaPlan {
       gs.z = b;
       tile_scatter_kernel<P><<<gs, 256, 0, stream>>>(real_.get<Real>(), tg_, t0, out.ptr<Store>(),
                                                      out.row_stride, static_cast<int>(out.rows),
-                                                     static_cast<int>(out.cols), amax, kscale_);
+                                                     static_cast<int>(out.cols), amax, kscale_,
+                                                     nf_.flag());
       TC_CUDA_LAUNCH_CHECK();
     }
   }
@@ -470,6 +490,7 @@ class FftPlan final : public CudaPlan {
   float kscale_ = 1.f;
   CufftPlan fwd_, inv_;
   DeviceBuffer work_, real_, spec_, kspec_, amax_;
+  NonfiniteRepair nf_;  // non-finite pixels: staged as 0, their windows recomputed (header)
 };
 
 // ---- complex data (fp32 / fp64): one C2C transform pair instead of four real correlations ----

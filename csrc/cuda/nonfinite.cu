@@ -50,6 +50,56 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// Output rows per warp of mark_windows_kernel (each chunk reads its kh - 1 halo rows again).
+constexpr int kWindowRows = 64;
+
+// One warp per 32 output columns x chunk of kWindowRows output rows: input rows in order, each
+// row's non-finite pixels as ballot masks of 32 columns, a lane's window [x, x + kw) tested on
+// them; `last` is the latest row (of this chunk) whose window columns hold one, so output row y
+// (input rows y .. y + kh - 1) is marked when last >= y. Reads each input row ~(1 + kw / 32)
+// times per chunk, writes only the marked outputs.
+template <class S>
+__global__ void __launch_bounds__(256)
+    mark_windows_kernel(const int* __restrict__ flag, const S* __restrict__ in, long long in_ld,
+                        int iw, S* __restrict__ out, long long out_ld, int oh, int ow, int kh,
+                        int kw) {
+  if (*flag == 0) return;
+  const int lane = threadIdx.x & 31;
+  const int x0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * 32;
+  if (x0 >= ow) return;  // warp-uniform
+  const int x = x0 + lane;
+  const S marked = from_f64<S>(__longlong_as_double(0x7ff8000000000000LL));  // NaN
+  for (int y0 = blockIdx.y * kWindowRows; y0 < oh; y0 += gridDim.y * kWindowRows) {
+    const int y1 = min(y0 + kWindowRows, oh);
+    int last = -1;
+    for (int r = y0; r < y1 + kh - 1; ++r) {
+      const S* row = in + static_cast<long long>(r) * in_ld;
+      bool hit = false;
+      for (int c = 0; c < 31 + kw; c += 32) {
+        const int col = x0 + c + lane;
+        const unsigned m = __ballot_sync(0xffffffffu, col < iw && nonfinite(row[col]));
+        const int lo = max(lane - c, 0), hi = min(lane - c + kw, 32);  // the window's bits
+        if (lo < hi)
+          hit |= (m & (hi == 32 ? 0xffffffffu : (1u << hi) - 1u) & ~((1u << lo) - 1u)) != 0u;
+      }
+      if (hit) last = r;
+      const int y = r - kh + 1;
+      if (y >= y0 && x < ow && last >= y) out[static_cast<long long>(y) * out_ld + x] = marked;
+    }
+  }
+}
+
+template <class S>
+void launch_mark_windows(const int* flag, const Tensor2D& in, const Tensor2D& out, int kh, int kw,
+                         cudaStream_t st) {
+  const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
+  const dim3 grid(ceil_div(ow, 256), std::min(ceil_div(oh, kWindowRows), 65535));
+  mark_windows_kernel<S><<<grid, 256, 0, st>>>(flag, in.ptr<S>(), in.row_stride,
+                                               static_cast<int>(in.cols), out.ptr<S>(),
+                                               out.row_stride, oh, ow, kh, kw);
+  TC_CUDA_LAUNCH_CHECK();
+}
+
 }  // namespace
 
 NonfiniteRepair::NonfiniteRepair(const PlanRequest& r)
@@ -94,6 +144,18 @@ void NonfiniteRepair::run(const Tensor2D& in, const Tensor2D& out, cudaStream_t 
       throw TypeError("non-finite repair: real float16/32/64 data only");
   }
   TC_CUDA_LAUNCH_CHECK();
+}
+
+void NonfiniteRepair::run_windows(const Tensor2D& in, const Tensor2D& out,
+                                  cudaStream_t st) const {
+  if (out.rows == 0 || out.cols == 0) return;
+  switch (in.dtype) {
+    case DType::f16: launch_mark_windows<__half>(flag(), in, out, kh_, kw_, st); break;
+    case DType::f32: launch_mark_windows<float>(flag(), in, out, kh_, kw_, st); break;
+    case DType::f64: launch_mark_windows<double>(flag(), in, out, kh_, kw_, st); break;
+    default: throw TypeError("non-finite repair: real float16/32/64 data only");
+  }
+  run(in, out, st, true);
 }
 
 }  // namespace cuda

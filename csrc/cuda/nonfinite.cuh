@@ -6,7 +6,11 @@
 // over its own window (the stored pixels times the float64 kernel), which gives NaN, ±inf or
 // the finite value exactly as scipy does. Finite data pay one flag test per stored output in the
 // methods' epilogues (mark_nonfinite) and one near-empty launch; methods without the flag in
-// their epilogues have the repair kernel read the whole output instead.
+// their epilogues have the repair kernel read the whole output instead. Spectral methods (fft)
+// cannot let a non-finite pixel into the transform (it would reach every output): their input
+// staging stores 0 in its place and marks the flag; run_windows() then sets every output whose
+// window holds a non-finite pixel to NaN and repairs those as above (whole-image passes, only
+// when flagged: no list of positions to overflow).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -39,6 +43,11 @@ class NonfiniteRepair {
   // After the method's launches: recompute the non-finite outputs. flagged: only if the flag was
   // marked (the kernel exits at once otherwise); else every output is tested.
   void run(const Tensor2D& in, const Tensor2D& out, cudaStream_t st, bool flagged) const;
+  // After a method that read every non-finite input pixel as 0 and marked flag() (fft): if the
+  // flag is set, every output whose window holds a non-finite pixel of `in` becomes NaN, then
+  // run(in, out, st, true) recomputes it (and any other non-finite output). Two near-empty
+  // launches when the flag is clear.
+  void run_windows(const Tensor2D& in, const Tensor2D& out, cudaStream_t st) const;
 
  private:
   DeviceBuffer k_, flag_;

@@ -186,8 +186,11 @@ def _gpu_ranking(precision: str, kernel: np.ndarray | None, image_shape, candida
 # Spectral methods spread NaN/inf over their whole transform, so 'auto' picks one (fft_cpu on
 # the CPU, cuFFT's fft on the GPU) only for finite kernels, and a plan that picked one checks
 # each padded image once and runs the method named here, which keeps NaN/inf local as scipy
-# does, on an image that holds them (Plan._real).
+# does, on an image that holds them (Plan._real). cuFFT's fft keeps them local itself on real
+# data (its staging zeroes them and a device pass recomputes their windows: csrc/cuda/fft.cu,
+# no host test, no sync); only its complex (C2C) plan still needs the fallback.
 _FINITE_FALLBACK = {"fft_cpu": "direct", "fft": "naive_shmem"}
+_REAL_LOCAL = frozenset({"fft"})  # spectral methods whose real plans keep NaN/inf local
 
 
 def _cpu_preference(precision: str, kernel: np.ndarray | None, image_shape) -> list:
@@ -329,13 +332,16 @@ class Plan:
         opts = self.options
         self._plan = make_core_plan(method, k64, ph, pw, self.precision, options=opts)
         # 'auto' chose a spectral method: images with NaN/inf run one that keeps them local
+        # (complex data on fft: made at the first such call, _fallback_real)
+        self._fallback_ok = auto and method in _FINITE_FALLBACK
         self._finite_fallback = (
             make_core_plan(_FINITE_FALLBACK[method], k64, ph, pw, self.precision)
-            if auto and method in _FINITE_FALLBACK else None)
+            if self._fallback_ok and method not in _REAL_LOCAL else None)
         self._k64, self._ki64, self._padded = k64, ki64, (ph, pw)
         self._plan_c = None  # the method's own complex plan, made at the first complex call
         self._sources = None  # host padding as source indices (CUDA plans, made at first use)
         self._plan_fi = None  # the finite fallback's plan of the kernel's imaginary part
+        self._plan_fr = None  # fft's fallback for complex data with NaN/inf (_fallback_real)
         # the imaginary part's plan (for methods without a complex plan); none where it is zero
         self._plan_i = (make_core_plan(method, ki64, ph, pw, self.precision, options=opts)
                         if ki64 is not None and ki64.any() and not self._native else None)
@@ -382,7 +388,7 @@ class Plan:
                     b.stream(x))
             run = "run"
         getattr(plan, run)(*args)
-        # 'auto' chose a spectral method: an image holding NaN/inf runs again on a method that
+        # 'auto' chose fft_cpu: an image holding NaN/inf runs again on a method that
         # keeps them local. The test follows the launch, so the device's work is queued before
         # the host waits for the test's answer.
         if plan is self._plan and self._finite_fallback is not None and not b.all_finite(x):
@@ -407,6 +413,14 @@ class Plan:
                         b.batch_stride(out) if out.ndim == 3 else 0, self.out_shape[0],
                         self.out_shape[1], b.row_stride(out), storage)
         return out
+
+    def _fallback_real(self):
+        if self._finite_fallback is not None:
+            return self._finite_fallback
+        if self._plan_fr is None:  # fft: its real plans need none (kept apart from _real's test)
+            self._plan_fr = make_core_plan(_FINITE_FALLBACK[self.method], self._k64,
+                                           *self._padded, self.precision)
+        return self._plan_fr
 
     def _fallback_imag(self):
         if self._plan_fi is None and self._ki64 is not None and self._ki64.any():
@@ -443,11 +457,11 @@ class Plan:
         _check_complex_method(self.method)
         pr, pi = self._plan, self._plan_i
         if self._native:
-            if self._finite_fallback is None or _finite_data(b, image, complex_image, fill):
+            if not self._fallback_ok or _finite_data(b, image, complex_image, fill):
                 return self._complex_native(b, image, fill)
-            # 'auto' picked a spectral method and the data holds NaN/inf: the parts run on the
-            # fallback method's plans, which keep them local
-            pr, pi = self._finite_fallback, self._fallback_imag()
+            # 'auto' picked a spectral method and the complex data holds NaN/inf: the parts run
+            # on the fallback method's plans, which keep them local
+            pr, pi = self._fallback_real(), self._fallback_imag()
         fr, fi = complex(fill).real, complex(fill).imag
         if complex_image:
             a, bi = b.parts(image)
