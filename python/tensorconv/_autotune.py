@@ -205,16 +205,26 @@ def is_rank1(kernel: np.ndarray, precision: str) -> bool:
     return bool(s[0] > 0 and s[1] <= tol * s[0])
 
 
+def _point_key(row: dict):
+    return (row.get("impl"), row.get("precision"), tuple(row.get("image") or ()),
+            tuple(row.get("kernel") or ()), row.get("kernel_kind", "random"), row.get("timing"),
+            row.get("variant"), row.get("band_mb"))
+
+
 def build_defaults(paths, out: Path = DEFAULTS) -> Path:
     """The shipped model from committed results files (rows of one device): the maintainers'
     step after a device run, e.g.
     python -c "from tensorconv._autotune import build_defaults as b; b(['results/tune_x.json'])"
+    A later file's measurement of a point (method, precision, image, kernel) replaces the earlier
+    files' (a method that changed since is measured again); within one file the fastest wins.
     """
     rows, devices = [], set()
     for p in paths:
         doc = json.loads(Path(p).read_text())
         devices.add(doc["device"])
-        rows += doc["rows"]
+        new = doc["rows"]
+        seen = {_point_key(r) for r in new}
+        rows = [r for r in rows if _point_key(r) not in seen] + new
     if len(devices) != 1:
         raise ValueError(f"results of one device expected, got {sorted(devices)}")
     model = model_from_rows(rows, devices.pop(), "committed results: " + ", ".join(
