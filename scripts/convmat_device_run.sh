@@ -8,9 +8,9 @@
 stage ${T_TEST:-120} tests python3 -m pytest -q -p no:cacheprovider -n 8 tests/test_convmat.py
 tail -4 "$OUT/tests.txt" >> "$OUT/summary.txt"
 [ -n "${WARM:-}" ] && wait $WARM  # the benchmark runs on a quiet host
-stage ${T_BENCH:-150} bench python3 benchmarks/gpu_core.py --out "$OUT/paplinski_convmat_h100.json" \
-  --sizes 4096 --ks 3,15,25,35,55 --methods convmat,convmat_rows,im2tensor_fused,fft \
-  --precisions fp16,fp16fp32,bf16,fp32 --no-e2e --kinds random --budget-s 130
+stage ${T_BENCH:-150} bench tensorconv-bench --sizes 4096 --kernels 3,15,25,35,55 \
+  --methods convmat,convmat_rows,im2tensor_fused,fft --precisions fp16,fp16fp32,bf16,fp32 \
+  --peers torch_conv2d,torch_fft --budget-s 130 --no-progress --out "$OUT/bench"
 tail -14 "$OUT/bench.txt" >> "$OUT/summary.txt"
 stage ${T_SAN:-60} sanitize compute-sanitizer --tool memcheck --error-exitcode 3 --print-limit 10 \
   python3 scripts/convmat_sanitize.py

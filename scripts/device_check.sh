@@ -2,7 +2,7 @@
 # The whole package on a lent GPU machine in one call: build for sm_90a, then the full pytest
 # suite (unit, GPU and the USC-SIPI accuracy suite for every method x precision); with
 # SANITIZE=1 also compute-sanitizer memcheck + racecheck over every GPU kernel (SKIP_I2T_SAN=1:
-# the GPU core's only); BENCH_ARGS="..." then runs benchmarks/gpu_core.py with them.
+# the GPU core's only); BENCH_ARGS="..." then runs `tensorconv-bench --preset gpu-core` with them.
 #   rm -rf .shared && cp -a ../shared .shared     # here, once; carry .shared and .whl
 #   bash scripts/device_check.sh                   # there; results under $OUT
 set -u
@@ -32,8 +32,8 @@ if [ -n "${SANITIZE:-}" ]; then
     echo "im2tensor sanitize rc=$? ($(( $(date +%s) - t0 )) s)"
   fi
 fi
-if [ -n "${BENCH_ARGS:-}" ]; then  # e.g. BENCH_ARGS="--sizes 4096 --methods separable --no-e2e"
-  timeout ${BENCH_S:-240} python3 benchmarks/gpu_core.py --out "$OUT/gpu_core.json" \
+if [ -n "${BENCH_ARGS:-}" ]; then  # e.g. BENCH_ARGS="--sizes 4096 --methods separable --timing kernel"
+  timeout ${BENCH_S:-240} tensorconv-bench --preset gpu-core --no-progress --out "$OUT/bench" \
     --budget-s ${BENCH_BUDGET:-180} $BENCH_ARGS > "$OUT/bench.txt" 2>&1
-  echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"; sed -n '/== goals/,$p' "$OUT/bench.txt" | tail -40
+  echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"; tail -3 "$OUT/bench.txt"
 fi

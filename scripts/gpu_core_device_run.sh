@@ -52,8 +52,8 @@ for ph in $PHASES; do
         -k regex:fused_pass -c 1 python3 benchmarks/ncu_gpu_core.py > "$OUT/ncu_sep.txt" 2>&1
       echo "ncu_sep rc=$? ($(( $(date +%s) - t0 )) s)" ;;
     bench)
-      timeout ${BENCH_S:-240} python3 benchmarks/gpu_core.py --out "$OUT/gpu_core.json" \
+      timeout ${BENCH_S:-240} tensorconv-bench --preset gpu-core --no-progress --out "$OUT/bench" \
         --budget-s ${BENCH_BUDGET:-180} ${BENCH_ARGS:-} > "$OUT/bench.txt" 2>&1
-      echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"; sed -n '/== goals/,$p' "$OUT/bench.txt" ;;
+      echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"; tail -3 "$OUT/bench.txt" ;;
   esac
 done

@@ -15,7 +15,7 @@ from tensorconv.bench.cli import main
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--preset", "nope"], "valid presets: im2tensor, kondo, kelefouras, separable, cpu-float"),
+    (["--preset", "nope"], "valid presets: im2tensor, kondo, kelefouras, separable, cpu-float, gpu-core, tc-fp"),
     (["--methods", "nope"], "valid methods: direct"),
     (["--precisions", "fp8"], "valid precisions: fp16, fp16fp32"),
     (["--peers", "matlab"], "valid peers: torch_conv2d"),
@@ -47,6 +47,36 @@ def test_small_cpu_sweep(tmp_path, capsys):
     md = next(tmp_path.glob("bench_*.md")).read_text()
     assert "| impl | k=3 | k=5 |" in md and "auto within 10 %" in md
     assert any(f.endswith(".png") for f in files) or pytest.importorskip("matplotlib") is None
+
+
+@pytest.mark.parametrize("preset", ["gpu-core", "tc-fp"])
+def test_gpu_family_presets_anywhere(preset, tmp_path, capsys):
+    """The GPU family presets (formerly benchmarks/gpu_core.py and tc_fp.py) run on any machine:
+    without a usable GPU every row is skipped with the probe's reason in one line; with one,
+    the preset's methods are timed ('call' timing for tc-fp: no sleep kernel in front)."""
+    assert main(["--preset", preset, "--sizes", "64", "--kernels", "3", "--precisions", "fp32",
+                 "--runs", "3", "--out", str(tmp_path), "--no-progress"]) == 0
+    doc = json.loads(next(tmp_path.glob(f"{preset}_*.json")).read_text())
+    if not tc.cuda_available():
+        assert "GPU methods and peers are skipped: " in capsys.readouterr().err
+        assert doc["rows"] == []
+        return
+    timings = {"gpu-core": {"kernel", "end_to_end"}, "tc-fp": {"call"}}[preset]
+    ours = [r for r in doc["rows"] if not r["impl"].startswith("peer:")]
+    assert {"fft", "naive_shmem"} <= {r["impl"] for r in ours}
+    assert {r["timing"] for r in ours} == timings
+    assert all(r["median_ms"] > 0 and r["precision"] == "fp32" for r in ours)
+
+
+def test_call_timing_on_the_cpu(tmp_path):
+    """--timing call: host methods are timed as they are for the other timings, the rows say
+    'call' and the Markdown has the call table."""
+    assert main(["--sizes", "48", "--kernels", "3", "--precisions", "fp64", "--methods",
+                 "direct", "--peers", "none", "--timing", "call", "--runs", "3", "--out",
+                 str(tmp_path), "--no-progress"]) == 0
+    doc = json.loads(next(tmp_path.glob("bench_*.json")).read_text())
+    assert [r["timing"] for r in doc["rows"]] == ["call"] and doc["rows"][0]["median_ms"] > 0
+    assert "· call · 48x48 · fp64" in next(tmp_path.glob("bench_*.md")).read_text()
 
 
 def test_missing_peer_is_one_line(monkeypatch, capsys):

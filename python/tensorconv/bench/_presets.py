@@ -60,6 +60,25 @@ def separable() -> list:
                  timing=("kernel", "end_to_end"))]
 
 
+def gpu_core() -> list:
+    """Issue #3's GPU core: naive, naive_shmem, separable and fft in every precision they have,
+    1024² and 4096², k = 3..55, cuDNN and torch.fft in the same run; separable also on a
+    Gaussian (its rank-1 case); kernel time and end to end (was benchmarks/gpu_core.py)."""
+    return [Part("gpu_core", (1024, 4096), (3, 15, 25, 35, 55), PRECISIONS,
+                 ("naive", "naive_shmem", "separable", "fft"), ("torch_conv2d", "torch_fft"),
+                 gaussian_for=("separable",), timing=("kernel", "end_to_end"))]
+
+
+def tc_fp() -> list:
+    """Issue #17 items 1-3: tf32, fp32 and fp64 at 4096² and 16384², k = 3..55: toeplitz_tc, fft,
+    naive_shmem and 'auto' against torch.fft and cuDNN (TF32 only in tf32 rows), timed as a
+    user's call of a plan on device arrays ('call': CUDA events, no sleep kernel, so Python
+    dispatch is inside; was benchmarks/tc_fp.py)."""
+    return [Part("tc_fp", (4096, 16384), (3, 15, 25, 35, 55), ("tf32", "fp32", "fp64"),
+                 ("toeplitz_tc", "fft", "naive_shmem", "auto"), ("torch_fft", "torch_conv2d"),
+                 timing=("call",), device="cuda")]
+
+
 def kelefouras() -> list:
     """Kelefouras & Keramidas 2022: the u8 grid (see u8_sweep)."""
     return []
@@ -78,7 +97,8 @@ def cpu_float() -> list:
 
 
 PRESETS = {"im2tensor": im2tensor, "kondo": kondo, "kelefouras": kelefouras,
-           "separable": separable, "cpu-float": cpu_float}
+           "separable": separable, "cpu-float": cpu_float, "gpu-core": gpu_core,
+           "tc-fp": tc_fp}
 
 
 def fma_peaks() -> dict:

@@ -117,7 +117,7 @@ def markdown(doc: dict) -> str:
         if key in doc:
             out.append(f"{key}: {doc[key]}")
     out.append("")
-    for timing in ("kernel", "end_to_end"):
+    for timing in ("kernel", "call", "end_to_end"):
         groups = _groups(rows, timing)
         for (part, kind, image, prec), grp in sorted(groups.items(),
                                                      key=lambda kv: (kv[0][0], kv[0][1],
@@ -213,7 +213,8 @@ def auto_table(rows) -> list:
         out.append(f"| {r['image'][0]} | {r['precision']} | {r['kernel'][0]} | "
                    f"{r['kernel_kind']} | {r['auto_ms']:.4g} ({r['chose']}) | {r['best']} | "
                    f"{r['best_ms'] if r['best_ms'] is None else format(r['best_ms'], '.4g')} | "
-                   f"{ratio} | {r['fastest']} ({r['fastest_ms']:.4g}) |")
+                   f"{ratio} | " + (f"{r['fastest']} ({r['fastest_ms']:.4g})" if r["fastest"]
+                                    else "—") + " |")
     ok = [r for r in res if r["ratio"]]
     within = sum(r["ratio"] <= 1.10 for r in ok)
     out += ["", f"auto within 10 % of the best at {within} of {len(ok)} points.", ""]
@@ -361,7 +362,7 @@ def figures(doc: dict, out: Path, stem: str) -> list:
         if part == "kelefouras":
             files += _u8_figure(plt, pr, out, stem, doc["device"])
             continue
-        for timing in ("kernel", "end_to_end"):
+        for timing in ("kernel", "call", "end_to_end"):
             for image in sorted({tuple(r["image"]) for r in pr}):
                 sel = [r for r in pr if tuple(r["image"]) == image and r["timing"] == timing]
                 if not sel or len({r["kernel"][0] for r in sel}) < 2:

@@ -31,7 +31,7 @@ class Part:
     methods: tuple                    # registry names (and 'auto')
     peers: tuple = ()
     kind: str = "random"              # 'random' or 'gaussian'
-    timing: tuple = ("kernel",)       # 'kernel', 'end_to_end'
+    timing: tuple = ("kernel",)       # 'kernel', 'call' (no sleep kernel), 'end_to_end'
     gaussian_for: tuple = ()          # methods also timed on a Gaussian kernel (rank-1 case)
     runs: int = 20
     warm: int = 3
@@ -205,10 +205,12 @@ class Sweep:
         mp = dev.mape(outs[0], ref_dev)
         extra = {"extra_bytes": int(p.workspace_bytes), "extra_bytes_measured": int(measured),
                  "mape_pct": mp}
-        if "kernel" in part.timing:
-            ms, runs = time_device(dev, fn, part.runs, part.warm, self.row_cap_s)
-            self._add({**base, "timing": "kernel", "median_ms": round(ms, 5), "runs": runs,
-                       **extra, **chosen})
+        for timing in ("kernel", "call"):
+            if timing in part.timing:
+                ms, runs = time_device(dev, fn, part.runs, part.warm, self.row_cap_s,
+                                       sleep=timing == "kernel")
+                self._add({**base, "timing": timing, "median_ms": round(ms, 5), "runs": runs,
+                           **extra, **chosen})
         if "end_to_end" in part.timing and not self.out_of_time():
             host = np.ascontiguousarray(img.astype(storage))
             ms, runs = time_host(lambda i: p(host), part.runs, part.warm, self.row_cap_s)
@@ -253,8 +255,11 @@ class Sweep:
                     if dev_kind == "cuda":
                         mp = self.device.mape(out[crop] if crop else out, ref.dev) \
                             if (crop or tuple(out.shape) == ref.shape) else None
-                        ms, runs = time_device(self.device, lambda i: fn(), part.runs, part.warm,
-                                               self.row_cap_s)
+                        dev_timings = [t for t in ("kernel", "call") if t in part.timing] or \
+                            ["kernel"]
+                        timed = {t: time_device(self.device, lambda i: fn(), part.runs, part.warm,
+                                                self.row_cap_s, sleep=t == "kernel")
+                                 for t in dev_timings}
                     else:
                         o = np.asarray(out)[crop] if crop else np.asarray(out)
                         mp = _finite_or_none(mape, o, ref.host) if o.shape == ref.shape else None
@@ -272,7 +277,9 @@ class Sweep:
                                       "note": f"{type(e).__name__}: {e}"})
                     continue
                 # a CPU peer's call is both its kernel and its end-to-end time
-                for timing in (("kernel",) if dev_kind == "cuda" else part.timing):
+                if dev_kind != "cuda":
+                    timed = {t: (ms, runs) for t in part.timing}
+                for timing, (ms, runs) in timed.items():
                     self._add({**base, "timing": timing, "median_ms": round(ms, 5), "runs": runs,
                                "mape_pct": mp, **load1})
 

@@ -1,6 +1,8 @@
 """One timer for every row: CUDA events on the device (through PyTorch, else CuPy) with a sleep
-kernel queued first so the host's Python work stays out of the interval, wall clock on the host;
-warm-up calls, then the median of `runs`, fewer when one call is slow (the row says how many)."""
+kernel queued first so the host's Python work stays out of the interval (timing 'kernel'; 'call'
+queues no sleep, so the interval holds the Python dispatch too: the time a user sees per call),
+wall clock on the host; warm-up calls, then the median of `runs`, fewer when one call is slow
+(the row says how many)."""
 
 from __future__ import annotations
 
@@ -89,7 +91,8 @@ class Device:
             ev = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True))
                   for _ in range(n_calls)]
             for i, (a, b) in enumerate(ev):
-                t.cuda._sleep(sleep_cycles)  # the GPU waits here while Python enqueues fn
+                if sleep_cycles:
+                    t.cuda._sleep(sleep_cycles)  # the GPU waits here while Python enqueues fn
                 a.record()
                 fn(i)
                 b.record()
@@ -112,8 +115,9 @@ def plan_runs(first_s: float, runs: int, warm: int, row_cap_s: float) -> tuple:
     return max(1, int(row_cap_s / max(first_s, 1e-9)) - 1), 0
 
 
-def time_device(dev: Device, fn, runs=20, warm=3, row_cap_s=10.0) -> tuple:
-    """(median ms, runs) of fn(i) on the device, CUDA events."""
+def time_device(dev: Device, fn, runs=20, warm=3, row_cap_s=10.0, sleep=True) -> tuple:
+    """(median ms, runs) of fn(i) on the device, CUDA events (sleep=False: no sleep kernel in
+    front, timing 'call')."""
     dev.sync()
     t = time.perf_counter()
     fn(0)
@@ -121,7 +125,7 @@ def time_device(dev: Device, fn, runs=20, warm=3, row_cap_s=10.0) -> tuple:
     runs, warm = plan_runs(time.perf_counter() - t, runs, warm, row_cap_s)
     for i in range(warm):
         fn(i)
-    return statistics.median(dev.events_ms(fn, runs)), runs
+    return statistics.median(dev.events_ms(fn, runs, 1_000_000 if sleep else 0)), runs
 
 
 def time_host(fn, runs=20, warm=3, row_cap_s=10.0, sync=None) -> tuple:

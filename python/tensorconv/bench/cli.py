@@ -5,6 +5,8 @@ with --tune, or redraw the tables and figures of a results file with --report.
   tensorconv-bench --preset im2tensor --out results/      # Tables 3-4, Figs 9-10 (GPU)
   tensorconv-bench --preset kelefouras                     # the uint8 grid against OpenCV (CPU)
   tensorconv-bench --preset cpu-float                      # CPU float grid against scipy/OpenCV
+  tensorconv-bench --preset gpu-core                       # naive, naive_shmem, separable, fft
+  tensorconv-bench --preset tc-fp                          # tf32/fp32/fp64 as a user's call sees
   tensorconv-bench --sizes 1024 --kernels 3,15 --precisions fp32 --methods naive_shmem,fft
   tensorconv-bench --tune                                  # cost model of 'auto' for this GPU
   tensorconv-bench --report results/im2tensor_<device>.json [--readme README.md]
@@ -80,9 +82,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--precisions", help="comma list or 'all': " + ", ".join(tc.PRECISIONS))
     ap.add_argument("--methods", help="registry methods (and 'auto'), comma list or 'all'")
     ap.add_argument("--peers", help="comma list, 'all' or 'none': " + ", ".join(_peers.PEERS))
-    ap.add_argument("--timing", choices=("kernel", "end_to_end", "both"),
-                    help="kernel: data on the device (the paper's rule); end_to_end: NumPy in "
-                         "and out (default: kernel; the separable preset: both)")
+    ap.add_argument("--timing", choices=("kernel", "call", "end_to_end", "both"),
+                    help="kernel: data on the device (the paper's rule); call: the same with no "
+                         "sleep kernel in front (Python dispatch included); end_to_end: NumPy "
+                         "in and out (default: kernel; separable and gpu-core: both; tc-fp: "
+                         "call)")
     ap.add_argument("--out", default="tensorconv-bench-results", help="folder for JSON/MD/PNG")
     ap.add_argument("--budget-s", type=float, default=900.0,
                     help="stop starting new rows after this many seconds (default 900)")
@@ -123,7 +127,7 @@ def main(argv=None) -> int:
     precisions = _choices(a.precisions or "all", tc.PRECISIONS, "precision")
     methods = _choices(a.methods, methods_valid, "method") if a.methods else None
     peers = _choices(a.peers, tuple(_peers.PEERS), "peer") if a.peers else None
-    timing = {"kernel": ("kernel",), "end_to_end": ("end_to_end",),
+    timing = {"kernel": ("kernel",), "call": ("call",), "end_to_end": ("end_to_end",),
               "both": ("kernel", "end_to_end"), None: None}[a.timing]
     if a.tune:
         from . import tune
