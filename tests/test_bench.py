@@ -68,6 +68,20 @@ def test_gpu_family_presets_anywhere(preset, tmp_path, capsys):
     assert all(r["median_ms"] > 0 and r["precision"] == "fp32" for r in ours)
 
 
+def test_scipy_compat_preset_small(tmp_path):
+    """--preset scipy-compat (formerly benchmarks/scipy_compat.py) at a tiny size: complex128
+    `direct` against scipy.signal.correlate2d in the same run, its error beside it."""
+    assert main(["--preset", "scipy-compat", "--sizes", "40", "--kernels", "5", "--runs", "3",
+                 "--out", str(tmp_path), "--no-progress"]) == 0
+    doc = json.loads(next(tmp_path.glob("scipy-compat_*.json")).read_text())
+    cpu = {r["impl"]: r for r in doc["rows"] if r["dtype"] == "complex128"}
+    assert set(cpu) == {"direct", "peer:scipy_signal"}
+    assert all(r["median_ms"] > 0 and r["image"] == [40, 40] for r in cpu.values())
+    assert cpu["direct"]["rel_l2"] <= 1e-13
+    gpu = [r for r in doc["rows"] if r["dtype"] != "complex128"]
+    assert all(r.get("rel_l2", 0) <= 1e-5 for r in gpu)
+
+
 def test_call_timing_on_the_cpu(tmp_path):
     """--timing call: host methods are timed as they are for the other timings, the rows say
     'call' and the Markdown has the call table."""

@@ -10,7 +10,7 @@ import numpy as np
 import tensorconv as tc
 
 from ._sweep import Part
-from ._timing import time_host
+from ._timing import time_device, time_host
 
 GPU_PEERS = ("torch_conv2d", "torch_fft", "cupy_correlate", "cupy_fftconvolve")
 CPU_PEERS = ("scipy_signal", "scipy_fftconvolve", "scipy_oaconvolve", "scipy_ndimage", "opencv")
@@ -79,6 +79,76 @@ def tc_fp() -> list:
                  timing=("call",), device="cuda")]
 
 
+def scipy_compat() -> list:
+    """Issue #21's complex-data goals (complex_rows)."""
+    return []
+
+
+def _rel_l2(got, want) -> float:
+    return float(np.linalg.norm(np.asarray(got) - want) / np.linalg.norm(want))
+
+
+def complex_rows(sweep, cpu_point=(1024, 15), gpu_point=(4096, 55), runs=20) -> None:
+    """Issue #21's speed goals for complex data, peers in the same run (was
+    benchmarks/scipy_compat.py). CPU: complex128 image and kernel (cpu_point: side, k), valid,
+    `direct` (four real correlations of the parts) against scipy.signal.correlate2d, end to end,
+    median of 3 (scipy's call takes seconds). GPU (a usable device and CuPy): complex64
+    (gpu_point), `fft` (C2C transforms) and cupyx.scipy.signal.fftconvolve on device arrays,
+    kernel timing (median of `runs`), the real fp32 `fft` beside them. rel_l2 against scipy's result (CPU) or a
+    complex128 fftconvolve (GPU). Rows of complex data have kernel_kind 'complex'."""
+    import scipy.signal as ss
+
+    n, k = cpu_point
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n)) + 1j * rng.random((n, n))
+    kern = rng.random((k, k)) + 1j * rng.random((k, k))
+    want = ss.correlate2d(a, kern, "valid")
+    base = {"precision": "fp64", "image": [n, n], "kernel": [k, k], "kernel_kind": "complex",
+            "part": "scipy_compat", "dtype": "complex128", "timing": "end_to_end"}
+    err = _rel_l2(tc.correlate2d(a, kern, "valid", method="direct"), want)
+    for impl, fn, extra in (
+            ("peer:scipy_signal", lambda i: ss.correlate2d(a, kern, "valid"), {}),
+            ("direct", lambda i: tc.correlate2d(a, kern, "valid", method="direct"),
+             {"rel_l2": err})):
+        ms, runs = time_host(fn, 3, 1, sweep.row_cap_s)
+        sweep.rows.append({"impl": impl, **base, "median_ms": round(ms, 3), "runs": runs,
+                           **extra})
+    if sweep.device.lib is None:
+        return  # the CLI said why in one line
+    try:
+        import cupy as cp
+        import cupyx.scipy.signal as cs
+    except Exception as e:  # ImportError, or CuPy without its CUDA libraries
+        sweep.log(f"scipy-compat GPU rows skipped: CuPy is not usable here ({e})")
+        return
+    n, k = gpu_point
+    rng = np.random.default_rng(1)
+    ad = cp.asarray((rng.random((n, n)) + 1j * rng.random((n, n))).astype(np.complex64))
+    kd = cp.asarray((rng.random((k, k)) + 1j * rng.random((k, k))).astype(np.complex64))
+    kflip = cp.ascontiguousarray(cp.conj(kd[::-1, ::-1]))  # correlation as a convolution
+    want = cs.fftconvolve(ad.astype(cp.complex128), kflip.astype(cp.complex128), "valid")
+    base = {"precision": "fp32", "image": [n, n], "kernel": [k, k], "part": "scipy_compat",
+            "timing": "kernel"}
+
+    def err(out):
+        return float(cp.linalg.norm(out - want) / cp.linalg.norm(want))
+
+    p = tc.plan(kd, (n, n), mode="valid", method="fft", precision="fp32")
+    pr = tc.plan(cp.ascontiguousarray(kd.real), (n, n), mode="valid", method="fft",
+                 precision="fp32")
+    ar = cp.ascontiguousarray(ad.real)
+    for impl, fn, kind, extra in (
+            ("peer:cupy_fftconvolve", lambda: cs.fftconvolve(ad, kflip, "valid"), "complex",
+             {"dtype": "complex64"}),
+            ("fft", lambda: p(ad), "complex", {"dtype": "complex64"}),
+            ("fft", lambda: pr(ar), "random", {"dtype": "float32", "note": "real data"})):
+        rel = err(fn()) if kind == "complex" else None
+        ms, done = time_device(sweep.device, lambda i, fn=fn: fn(), runs, 3, sweep.row_cap_s)
+        sweep.rows.append({"impl": impl, **base, "kernel_kind": kind, "median_ms": round(ms, 4),
+                           "runs": done, **({"rel_l2": rel} if rel is not None else {}),
+                           **extra})
+
+
 def kelefouras() -> list:
     """Kelefouras & Keramidas 2022: the u8 grid (see u8_sweep)."""
     return []
@@ -98,7 +168,7 @@ def cpu_float() -> list:
 
 PRESETS = {"im2tensor": im2tensor, "kondo": kondo, "kelefouras": kelefouras,
            "separable": separable, "cpu-float": cpu_float, "gpu-core": gpu_core,
-           "tc-fp": tc_fp}
+           "tc-fp": tc_fp, "scipy-compat": scipy_compat}
 
 
 def fma_peaks() -> dict:

@@ -7,6 +7,7 @@ with --tune, or redraw the tables and figures of a results file with --report.
   tensorconv-bench --preset cpu-float                      # CPU float grid against scipy/OpenCV
   tensorconv-bench --preset gpu-core                       # naive, naive_shmem, separable, fft
   tensorconv-bench --preset tc-fp                          # tf32/fp32/fp64 as a user's call sees
+  tensorconv-bench --preset scipy-compat                   # complex data against scipy / CuPy
   tensorconv-bench --sizes 1024 --kernels 3,15 --precisions fp32 --methods naive_shmem,fft
   tensorconv-bench --tune                                  # cost model of 'auto' for this GPU
   tensorconv-bench --report results/im2tensor_<device>.json [--readme README.md]
@@ -162,7 +163,13 @@ def main(argv=None) -> int:
         print(f"load average {extra['load_average_start']}; FMA peak (GFLOP/s, all cores): "
               f"{extra['fma_peak_gflops']}", file=sys.stderr)
         sweep.rows += _presets.small_call_rows()
-    if a.preset == "kelefouras":
+    if a.preset == "scipy-compat":
+        sizes = _ints(a.sizes, "sizes") if a.sizes else None
+        ks = _ints(a.kernels, "kernels") if a.kernels else None
+        _presets.complex_rows(sweep, (sizes[0] if sizes else 1024, ks[0] if ks else 15),
+                              (sizes[-1] if sizes else 4096, ks[-1] if ks else 55), a.runs)
+        parts, bar = [], None
+    elif a.preset == "kelefouras":
         sizes = _u8_sizes(a.sizes) if a.sizes else _presets.U8_SIZES
         ks = _ints(a.kernels, "kernels") if a.kernels else (3, 5, 7, 9)
         bar = _progress(len(sizes) * len(ks), a.no_progress, "kelefouras")
