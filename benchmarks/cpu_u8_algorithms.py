@@ -1,7 +1,10 @@
-"""Every simd_u8 algorithm forced on the same kernels (benchmarks/cpu_u8.py's three cases) at one
+"""A tuning helper, not a paper evaluation (that is `tensorconv-bench --preset kelefouras`): every
+simd_u8 algorithm forced on the preset's three kernel cases (bench._presets.u8_kernels) at one
 image size, one thread (least disturbed by other jobs on shared cores), median of 20 interleaved
 runs: the measurements behind filter2d_u8's automatic choice. Writes
-benchmarks/results/cpu_u8_algorithms_<host>.json and prints a Markdown table.
+benchmarks/results/cpu_u8_algorithms_<host>.json and prints a Markdown table. With
+TENSORCONV_FORCE_AVX2=1 in the environment the AVX2 tier runs where AVX-512 is present (the
+former cpu_u8.py's simd_u8_avx2 rows).
 
     python benchmarks/cpu_u8_algorithms.py [--size 1920x1080] [--threads 1]
 """
@@ -16,16 +19,15 @@ import argparse
 import datetime
 import json
 import socket
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 import tensorconv as tc
+from tensorconv.bench._presets import u8_kernels as kernels
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_u8 import RESULTS, kernels  # noqa: E402
+RESULTS = Path(__file__).resolve().parent / "results"
 
 ALGOS = ("alg1", "alg2", "alg3", "sep", "pairs", "wide", "portable")
 

@@ -108,7 +108,12 @@ def test_kelefouras_preset_small(tmp_path):
     ours = [r for r in doc["rows"] if r["impl"] == "simd_u8"]
     assert ours and all(r["image"] == [48, 64] and r["precision"] == "uint8" for r in ours)
     assert all(r["max_abs_diff_vs_opencv"] <= 1 for r in ours)
-    assert {r["impl"] for r in doc["rows"]} == {"simd_u8", "peer:opencv"}
+    assert {r["kernel_kind"] for r in ours} == {"filter2d16", "filter2d32", "gaussian"}
+    assert all(r["algorithm"] and r["median_ms"] > 0 and r["cps"] > 0 for r in ours)
+    assert {r["impl"] for r in doc["rows"]} == {"simd_u8", "peer:opencv",
+                                                "peer:opencv_gaussianblur"}
+    md = next(tmp_path.glob("kelefouras_*.md")).read_text()
+    assert "| gaussian vs opencv_gaussianblur (>= 1.5x) |" in md
 
 
 def test_cpu_float_preset_small(tmp_path, capsys):

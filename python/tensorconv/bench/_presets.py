@@ -10,7 +10,7 @@ import numpy as np
 import tensorconv as tc
 
 from ._sweep import Part
-from ._timing import time_device, time_host
+from ._timing import time_device, time_host, time_interleaved
 
 GPU_PEERS = ("torch_conv2d", "torch_fft", "cupy_correlate", "cupy_fftconvolve")
 CPU_PEERS = ("scipy_signal", "scipy_fftconvolve", "scipy_oaconvolve", "scipy_ndimage", "opencv")
@@ -213,25 +213,45 @@ def small_call_rows(n_calls: int = 2000, repeat: int = 7) -> list:
 
 
 def u8_kernels(k: int) -> dict:
-    """A random non-separable kernel whose sums fit 16 bits (the paper's filter2D case) and the
-    binomial Gaussian (separable; divisor a power of two)."""
+    """The three kernel cases (was benchmarks/cpu_u8.py's kernels()): random non-separable
+    kernels, all coefficients drawn at random (fixed seed) as the paper's non-symmetric filter2D
+    kernel, whose exact sums fit 16-bit IRs (filter2d16) or need 32-bit IRs (filter2d32); and the
+    binomial Gaussian (separable, symmetric; divisor a power of two)."""
     rng = np.random.default_rng(100 + k)
     small = rng.integers(0, max(2, 240 // (k * k)), (k, k))
-    small[k // 2, k // 2] = max(2, 240 // (k * k))
+    small[k // 2, k // 2] = max(2, 240 // (k * k))  # non-zero centre, different values
+    large = rng.integers(-16, 33, (k, k))
     b = np.array([comb(k - 1, i) for i in range(k)])
-    return {"filter2d": (small.astype(np.int8), int(small.sum())),
+    return {"filter2d16": (small.astype(np.int8), int(small.sum())),
+            "filter2d32": (large.astype(np.int8), int(max(1, large.sum()))),
             "gaussian": (np.outer(b, b).astype(np.int16), int(b.sum() ** 2))}
 
 
-def u8_sweep(sweep, sizes=U8_SIZES, ks=(3, 5, 7, 9), peers=("opencv",), progress=None):
-    """simd_u8 (tensorconv.filter2d_u8) against OpenCV's filter2D on uint8, end to end (the
-    call, output allocated by the callee), median of up to 20; max |difference| from OpenCV."""
-    cv2 = None
+# The paper's speed-up goals per kernel case: simd_u8 over the peer named.
+U8_GOALS = {"filter2d16": ("peer:opencv", 2.0), "filter2d32": ("peer:opencv", 2.0),
+            "gaussian": ("peer:opencv_gaussianblur", 1.5)}
+
+
+def u8_sweep(sweep, sizes=U8_SIZES, ks=(3, 5, 7, 9), peers=("opencv",), progress=None,
+             runs=20, threads=None):
+    """simd_u8 (tensorconv.filter2d_u8) on the three kernel cases against OpenCV's filter2D
+    (and GaussianBlur, ksize k and sigma from k, for the Gaussian) and, when asked
+    (--peers opencv,scipy_ndimage), scipy.ndimage.correlate on uint8 (mode 'mirror' =
+    BORDER_REFLECT_101); end to end (the call, output allocated by the callee); every call of a
+    point timed in shared rounds in a fresh random order (a call that follows scipy finds its
+    caches flushed: a fixed order favoured some), median of up to `runs`; `threads` for both
+    libraries (None: all). simd_u8 rows record the algorithm, IR width and division case
+    filter2d_u8_info chose, and max |difference| from cv2.filter2D of the same kernel."""
+    cv2 = nd = None
     if "opencv" in peers:
         try:
             import cv2
         except ImportError as e:
             sweep.log(f"peer opencv skipped: cv2 is not installed ({e})")
+    if cv2 is not None and threads:
+        cv2.setNumThreads(threads)
+    if "scipy_ndimage" in peers:
+        import scipy.ndimage as nd
     rng = np.random.default_rng(0)
     for h, w in sizes:
         img = rng.integers(0, 256, (h, w), dtype=np.uint8)
@@ -241,23 +261,35 @@ def u8_sweep(sweep, sizes=U8_SIZES, ks=(3, 5, 7, 9), peers=("opencv",), progress
                 if progress:
                     progress.update(1)
                 continue
+            fns, rows = [], []
             for case, (kernel, div) in u8_kernels(k).items():
                 base = {"precision": "uint8", "image": [h, w], "kernel": [k, k],
                         "kernel_kind": case, "part": "kelefouras", "timing": "end_to_end"}
-                ours = tc.filter2d_u8(img, kernel, div, border="reflect101")
-                ms, runs = time_host(lambda i: tc.filter2d_u8(img, kernel, div,
-                                                              border="reflect101"),
-                                     20, 2, sweep.row_cap_s)
-                row = {"impl": "simd_u8", **base, "median_ms": round(ms, 5), "runs": runs,
-                       "path": tc.simd_u8_path()}
+                ours = tc.filter2d_u8(img, kernel, div, border="reflect101", threads=threads)
+                info = tc.filter2d_u8_info(kernel, div)
+                row = {"impl": "simd_u8", **base, "path": tc.simd_u8_path(),
+                       "algorithm": info["algorithm"], "ir_bits": info["ir_bits"],
+                       "division_case": info["division_case"]}
+                fns.append(lambda i, kernel=kernel, div=div: tc.filter2d_u8(
+                    img, kernel, div, border="reflect101", threads=threads))
+                rows.append(row)
+                kf = kernel.astype(np.float32) / div
                 if cv2 is not None:
-                    kf = (kernel.astype(np.float32) / div)
                     theirs = cv2.filter2D(img, -1, kf, borderType=cv2.BORDER_REFLECT_101)
                     row["max_abs_diff_vs_opencv"] = int(np.abs(ours.astype(int) - theirs).max())
-                    ms, runs = time_host(lambda i: cv2.filter2D(
-                        img, -1, kf, borderType=cv2.BORDER_REFLECT_101), 20, 2, sweep.row_cap_s)
-                    sweep.rows.append({"impl": "peer:opencv", **base, "median_ms": round(ms, 5),
-                                       "runs": runs})
-                sweep.rows.append(row)
+                    fns.append(lambda i, kf=kf: cv2.filter2D(img, -1, kf,
+                                                             borderType=cv2.BORDER_REFLECT_101))
+                    rows.append({"impl": "peer:opencv", **base})
+                    if case == "gaussian":
+                        fns.append(lambda i: cv2.GaussianBlur(img, (k, k), 0,
+                                                              borderType=cv2.BORDER_REFLECT_101))
+                        rows.append({"impl": "peer:opencv_gaussianblur", **base})
+                if nd is not None:
+                    fns.append(lambda i, kf=kf: nd.correlate(img, kf, output=np.uint8,
+                                                             mode="mirror"))
+                    rows.append({"impl": "peer:scipy_ndimage", **base})
+            for row, (ms, done) in zip(rows, time_interleaved(fns, runs, 2, sweep.row_cap_s)):
+                sweep.rows.append({**row, "median_ms": round(ms, 5), "runs": done,
+                                   "cps": round(h * w / (ms / 1e3))})
             if progress:
                 progress.update(1)

@@ -13,6 +13,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import numpy as np
+
 import tensorconv as tc
 from tensorconv import _bounds
 
@@ -144,7 +146,7 @@ def markdown(doc: dict) -> str:
                 out.append(f"| {impl} | " + " | ".join(cells) + " |")
             out.append("")
     out += (memory_table(rows) + auto_table(rows) + peer_table(rows) + small_call_table(rows)
-            + replay_table(rows) + u8_table(rows))
+            + replay_table(rows) + u8_table(rows) + u8_speedup_table(rows))
     return "\n".join(out) + "\n"
 
 
@@ -338,6 +340,32 @@ def u8_table(rows) -> list:
                 out.append(f"| {impl} | " + " | ".join(cells) + " |")
             out.append("")
     return out
+
+
+def u8_speedup_table(rows) -> list:
+    """Kelefouras: simd_u8's speed-up over the peer of each kernel case's goal (filter2D; the
+    Gaussian: GaussianBlur), min / median / max over the image sizes and how many meet it."""
+    from ._presets import U8_GOALS
+
+    t = {(r["impl"], r.get("kernel_kind"), tuple(r["image"]), r["kernel"][0]): r["median_ms"]
+         for r in rows if r.get("part") == "kelefouras" and r.get("median_ms")}
+    ks = sorted({key[3] for key in t})
+    lines = []
+    for case, (peer, goal) in U8_GOALS.items():
+        cells = []
+        for k in ks:
+            s = np.array([t[(peer, c, img, kk)] / ms for (impl, c, img, kk), ms in t.items()
+                          if impl == "simd_u8" and c == case and kk == k
+                          and (peer, c, img, kk) in t])
+            cells.append("—" if s.size == 0 else f"{s.min():.2f} / {np.median(s):.2f} / "
+                         f"{s.max():.2f}, {int((s >= goal).sum())} of {s.size}")
+        if any(c != "—" for c in cells):
+            lines.append(f"| {case} vs {peer[5:]} (>= {goal:g}x) | " + " | ".join(cells) + " |")
+    if not lines:
+        return []
+    return (["### kelefouras · speed-up of simd_u8 (min / median / max over the sizes; sizes "
+             "meeting the goal)", "", "| case | " + " | ".join(f"k={k}" for k in ks) + " |",
+             "|---|" + "---|" * len(ks)] + lines + [""])
 
 
 def figures(doc: dict, out: Path, stem: str) -> list:

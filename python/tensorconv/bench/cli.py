@@ -101,6 +101,8 @@ def parser() -> argparse.ArgumentParser:
                     "a results file (no timing)")
     ap.add_argument("--readme", metavar="MD", help="with --report: rewrite the block between "
                     "<!-- bench-report:begin --> and <!-- bench-report:end --> in this file")
+    ap.add_argument("--threads", type=int, help="kelefouras: threads of simd_u8 and OpenCV "
+                    "alike (default: all)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap
 
@@ -174,7 +176,7 @@ def main(argv=None) -> int:
         ks = _ints(a.kernels, "kernels") if a.kernels else (3, 5, 7, 9)
         bar = _progress(len(sizes) * len(ks), a.no_progress, "kelefouras")
         _presets.u8_sweep(sweep, sizes, ks, peers=("opencv",) if peers is None else peers,
-                          progress=bar)
+                          progress=bar, runs=a.runs, threads=a.threads)
         parts = []
     else:
         if a.preset:
