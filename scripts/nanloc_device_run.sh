@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue #17 items 4-6 on a lent GPU machine in one call: build, the NaN/inf and workspace tests
 # with the suites they touch, memcheck of the repair pass, then the timings and workspace table
-# (benchmarks/workspace_nonfinite.py). Results under $OUT.
+# (`tensorconv-bench --preset workspace-nonfinite`). Results under $OUT.
 set -u
 out=${OUT:-/tmp/out}; mkdir -p "$out"; start=$SECONDS
 if ! source .shared/tools/device-setup.sh > "$out/build.txt" 2>&1; then tail -n 40 "$out/build.txt"; exit 1; fi
@@ -17,6 +17,7 @@ tail -n 3 "$out/pytest.txt"
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 3 python3 tests/sanitize_gpu.py nonfinite \
   > "$out/memcheck_nonfinite.txt" 2>&1
 echo "memcheck rc=$? ($((SECONDS - start)) s): $(grep -E 'ERROR SUMMARY|ALL OK|SOME FAILED' "$out/memcheck_nonfinite.txt" | tr '\n' ' ')"
-timeout ${BENCH_S:-130} python3 benchmarks/workspace_nonfinite.py --out "$out/results" > "$out/bench.txt" 2>&1
+timeout ${BENCH_S:-240} tensorconv-bench --preset workspace-nonfinite --no-progress \
+  --out "$out/results" > "$out/bench.txt" 2>&1
 echo "bench rc=$? ($((SECONDS - start)) s)"
 tail -n 5 "$out/bench.txt"

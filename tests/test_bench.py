@@ -49,11 +49,13 @@ def test_small_cpu_sweep(tmp_path, capsys):
     assert any(f.endswith(".png") for f in files) or pytest.importorskip("matplotlib") is None
 
 
-@pytest.mark.parametrize("preset", ["gpu-core", "tc-fp"])
+@pytest.mark.parametrize("preset", ["gpu-core", "tc-fp", "workspace-nonfinite"])
 def test_gpu_family_presets_anywhere(preset, tmp_path, capsys):
-    """The GPU family presets (formerly benchmarks/gpu_core.py and tc_fp.py) run on any machine:
-    without a usable GPU every row is skipped with the probe's reason in one line; with one,
-    the preset's methods are timed ('call' timing for tc-fp: no sleep kernel in front)."""
+    """The GPU family presets (formerly benchmarks/gpu_core.py, tc_fp.py and
+    workspace_nonfinite.py) run on any machine: without a usable GPU every row is skipped with
+    the probe's reason in one line; with one, the preset's methods are timed ('call' timing for
+    tc-fp: no sleep kernel in front; workspace-nonfinite: images with NaN/inf and plan-only
+    workspace rows too)."""
     assert main(["--preset", preset, "--sizes", "64", "--kernels", "3", "--precisions", "fp32",
                  "--runs", "3", "--out", str(tmp_path), "--no-progress"]) == 0
     doc = json.loads(next(tmp_path.glob(f"{preset}_*.json")).read_text())
@@ -61,11 +63,20 @@ def test_gpu_family_presets_anywhere(preset, tmp_path, capsys):
         assert "GPU methods and peers are skipped: " in capsys.readouterr().err
         assert doc["rows"] == []
         return
-    timings = {"gpu-core": {"kernel", "end_to_end"}, "tc-fp": {"call"}}[preset]
-    ours = [r for r in doc["rows"] if not r["impl"].startswith("peer:")]
-    assert {"fft", "naive_shmem"} <= {r["impl"] for r in ours}
+    timings = {"gpu-core": {"kernel", "end_to_end"}, "tc-fp": {"call"},
+               "workspace-nonfinite": {"kernel"}}[preset]
+    plan_only = [r for r in doc["rows"] if r["timing"] == "plan"]
+    ours = [r for r in doc["rows"] if not r["impl"].startswith("peer:") and r["timing"] != "plan"]
+    assert {"fft", "naive_shmem" if preset != "workspace-nonfinite" else "im2tensor_fused"} <= \
+        {r["impl"] for r in ours}
     assert {r["timing"] for r in ours} == timings
     assert all(r["median_ms"] > 0 and r["precision"] == "fp32" for r in ours)
+    if preset == "workspace-nonfinite":
+        bad = [r for r in ours if r.get("data") == "nonfinite"]
+        assert bad and all(r["mape_pct"] is None for r in bad)  # NaN/inf in their windows
+        assert plan_only and all(r.get("extra_bytes", 0) >= 0 for r in plan_only)
+    else:
+        assert not plan_only
 
 
 def test_scipy_compat_preset_small(tmp_path):

@@ -57,7 +57,8 @@ def model_from_rows(rows, device: str, source: str) -> dict:
     pts: dict = {}
     for r in rows:
         if (r.get("timing") != "kernel" or r.get("median_ms") is None or "variant" in r
-                or "band_mb" in r or r["impl"].startswith(("peer:", "auto"))):
+                or "band_mb" in r or r.get("data", "finite") != "finite"
+                or r["impl"].startswith(("peer:", "auto"))):
             continue
         kh, kw = r["kernel"]
         if kh != kw:

@@ -79,6 +79,51 @@ def tc_fp() -> list:
                  timing=("call",), device="cuda")]
 
 
+def workspace_nonfinite() -> list:
+    """Issue #17 items 4-6 (was benchmarks/workspace_nonfinite.py): what the NaN/inf repair costs
+    (im2tensor_fused and fft in every precision, separable on a Gaussian, 4096²: part
+    repair_finite on the USC-SIPI image, repair_nonfinite on the same image holding a NaN, a
+    +inf and a -inf; fp16 fft beside fp16fp32 and fp32 is the fp16 slow spot), fft's
+    overlap-save tiles at 16384² against torch.fft, and (workspace_rows) every CUDA method's
+    workspace at 4096² and 32768², plan only."""
+    ks = (3, 15, 25, 35, 55)
+    precs = ("fp16", "fp16fp32", "bf16", "fp32", "fp64")
+    methods = ("im2tensor_fused", "fft")
+    return [Part("repair_finite", (4096,), ks, precs, methods, gaussian_for=("separable",)),
+            Part("repair_nonfinite", (4096,), ks, precs, methods, gaussian_for=("separable",),
+                 data="nonfinite"),
+            Part("fft_tiles", (16384,), (15, 55), ("fp32", "fp64"), ("fft",), ("torch_fft",))]
+
+
+def workspace_rows(sweep, sides=(4096, 32768), ks=(15, 55)) -> None:
+    """Every available CUDA correlate2d method x precision: Plan.workspace_bytes with a random
+    k x k kernel on side x side images (plan only, nothing timed; a plan that cannot be made is
+    a row whose note names the error, e.g. MemoryError with its bytes)."""
+    import gc
+
+    for m in tc.methods():
+        if m.entry != "correlate2d" or m.device != "cuda" or not m.available:
+            continue
+        for prec in m.precisions:
+            for k in ks:
+                for side in sides:
+                    if sweep.out_of_time():
+                        sweep.skipped_for_time += 1
+                        continue
+                    row = {"impl": m.name, "precision": prec, "image": [side, side],
+                           "kernel": [k, k], "kernel_kind": "random", "part": "workspace",
+                           "timing": "plan", "median_ms": None}
+                    try:
+                        p = tc.plan(np.random.default_rng(1000 + k).random((k, k)),
+                                    (side, side), mode="valid", method=m.name, precision=prec)
+                        row["extra_bytes"] = int(p.workspace_bytes)
+                        del p
+                    except (MemoryError, ValueError, RuntimeError) as e:
+                        row["note"] = f"{type(e).__name__}: {e}"[:200]
+                    gc.collect()
+                    sweep.rows.append(row)
+
+
 def scipy_compat() -> list:
     """Issue #21's complex-data goals (complex_rows)."""
     return []
@@ -168,7 +213,8 @@ def cpu_float() -> list:
 
 PRESETS = {"im2tensor": im2tensor, "kondo": kondo, "kelefouras": kelefouras,
            "separable": separable, "cpu-float": cpu_float, "gpu-core": gpu_core,
-           "tc-fp": tc_fp, "scipy-compat": scipy_compat}
+           "tc-fp": tc_fp, "scipy-compat": scipy_compat,
+           "workspace-nonfinite": workspace_nonfinite}
 
 
 def fma_peaks() -> dict:

@@ -146,7 +146,8 @@ def markdown(doc: dict) -> str:
                 out.append(f"| {impl} | " + " | ".join(cells) + " |")
             out.append("")
     out += (memory_table(rows) + auto_table(rows) + peer_table(rows) + small_call_table(rows)
-            + replay_table(rows) + u8_table(rows) + u8_speedup_table(rows))
+            + replay_table(rows) + u8_table(rows) + u8_speedup_table(rows)
+            + workspace_table(rows))
     return "\n".join(out) + "\n"
 
 
@@ -340,6 +341,28 @@ def u8_table(rows) -> list:
                 out.append(f"| {impl} | " + " | ".join(cells) + " |")
             out.append("")
     return out
+
+
+def workspace_table(rows) -> list:
+    """Plan-only workspace rows (workspace-nonfinite): MB per method x precision, one column per
+    (image, k); a plan that could not be made shows its error's name."""
+    sel = [r for r in rows if r.get("part") == "workspace"]
+    if not sel:
+        return []
+    cols = sorted({(r["image"][0], r["kernel"][0]) for r in sel})
+    out = ["### Workspace (Plan.workspace_bytes, MB; plan only)", "",
+           "| impl | precision | " + " | ".join(f"{n}² k={k}" for n, k in cols) + " |",
+           "|---|---|" + "---|" * len(cols)]
+    cell = {(r["impl"], r["precision"], r["image"][0], r["kernel"][0]): r for r in sel}
+    for impl, prec in sorted({(r["impl"], r["precision"]) for r in sel},
+                             key=lambda t: (_iorder(t[0]), _porder(t[1]))):
+        cells = []
+        for n, k in cols:
+            r = cell.get((impl, prec, n, k))
+            cells.append("—" if r is None else f"{r['extra_bytes'] / 1e6:.2f}"
+                         if r.get("extra_bytes") is not None else r.get("note", "?").split(":")[0])
+        out.append(f"| {impl} | {prec} | " + " | ".join(cells) + " |")
+    return out + [""]
 
 
 def u8_speedup_table(rows) -> list:

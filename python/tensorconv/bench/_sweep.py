@@ -38,6 +38,7 @@ class Part:
     only: dict = field(default_factory=dict)  # precision -> the impls timed at it (else all)
     device: str | None = None         # where 'auto' runs (None: the GPU when there is one)
     interleave: bool = False          # host-timed impls of a point timed in shared rounds
+    data: str = "finite"              # 'nonfinite': a NaN, a +inf and a -inf in the image
 
     def wants(self, impl: str, precision: str) -> bool:
         return precision not in self.only or impl in self.only[precision]
@@ -71,6 +72,14 @@ def test_image(n: int, source: str = "usc-sipi") -> tuple:
         except (FileNotFoundError, StopIteration):
             pass
     return f"uniform random {n}x{n} (seed 0)", np.random.default_rng(0).random((n, n))
+
+
+def plant_nonfinite(img: np.ndarray) -> np.ndarray:
+    """A copy with a NaN, a +inf and a -inf at fixed places (inside, centre, near a corner)."""
+    n = img.shape[0]
+    out = img.copy()
+    out[n // 3, n // 5], out[n // 2, n // 2], out[n - 7, 3] = np.nan, np.inf, -np.inf
+    return out
 
 
 def reference(image: np.ndarray, kernel: np.ndarray) -> np.ndarray:
@@ -125,6 +134,9 @@ class Sweep:
         # smallest images first: a run cut short by --budget-s still covers every k there
         for n in sorted(part.sizes):
             label, img = test_image(n, self.image_source)
+            if part.data == "nonfinite":  # the repair passes run (rows say "data")
+                img = plant_nonfinite(img)
+                label += ", a NaN, a +inf and a -inf planted"
             self.images[str(n)] = label
             for k in part.kernels:
                 if k > n:
@@ -165,7 +177,8 @@ class Sweep:
                     self.skipped_for_time += 1
                     continue
                 base = {"impl": name, "precision": prec, "image": [n, n], "kernel": [k, k],
-                        "kernel_kind": kind, "part": part.name}
+                        "kernel_kind": kind, "part": part.name,
+                        **({"data": part.data} if part.data != "finite" else {})}
                 mem0 = self.device.memory() if device == "cuda" else None
                 try:
                     p = tc.plan(kernel, (n, n), mode="valid", method=name, precision=prec,

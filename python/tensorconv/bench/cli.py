@@ -8,6 +8,7 @@ with --tune, or redraw the tables and figures of a results file with --report.
   tensorconv-bench --preset gpu-core                       # naive, naive_shmem, separable, fft
   tensorconv-bench --preset tc-fp                          # tf32/fp32/fp64 as a user's call sees
   tensorconv-bench --preset scipy-compat                   # complex data against scipy / CuPy
+  tensorconv-bench --preset workspace-nonfinite            # NaN/inf repair cost, workspaces
   tensorconv-bench --sizes 1024 --kernels 3,15 --precisions fp32 --methods naive_shmem,fft
   tensorconv-bench --tune                                  # cost model of 'auto' for this GPU
   tensorconv-bench --report results/im2tensor_<device>.json [--readme README.md]
@@ -201,6 +202,9 @@ def main(argv=None) -> int:
         bar = _progress(grid_size(parts), a.no_progress, a.preset or "bench")
         for p in parts:
             sweep.run(p, bar)
+        if a.preset == "workspace-nonfinite" and dev.lib is not None:
+            _presets.workspace_rows(sweep, _ints(a.sizes, "sizes") if a.sizes else (4096, 32768),
+                                    _ints(a.kernels, "kernels") if a.kernels else (15, 55))
     if bar is not None:
         bar.close()
     if a.preset == "cpu-float":
