@@ -1,6 +1,6 @@
-"""Timing helpers of the family scripts that remain (filters.py, stacks.py, astropy_conv.py,
-workspace_nonfinite.py): CUDA events after a sleep kernel, median of 20, a float64 torch.fft
-reference and its MAPE (paper eq. 20), a USC-SIPI image resized on the device.
+"""Timing helpers of the family scripts that remain (filters.py, stacks.py): CUDA events after a
+sleep kernel, median of 20, a float64 torch.fft reference and its MAPE (paper eq. 20), a
+USC-SIPI image resized on the device. They go with those scripts once they become presets.
 
 The GPU core benchmark that lived here (naive, naive_shmem, separable, fft against cuDNN and
 torch.fft) is now `tensorconv-bench --preset gpu-core` (python/tensorconv/bench/_presets.py);

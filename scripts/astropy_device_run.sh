@@ -7,6 +7,5 @@ timeout 100 python3 -m pytest -q -p no:cacheprovider -n 8 tests/test_astropy.py 
 tail -3 $OUT/pytest.txt
 timeout 60 compute-sanitizer --tool memcheck python3 scripts/astropy_sanitize.py \
   > $OUT/sanitize.txt 2>&1; echo "sanitizer rc=$?"; tail -4 $OUT/sanitize.txt
-dev=$(python3 -c "import torch; print(torch.cuda.get_device_name().lower().replace(' ', '-'))")
-timeout 100 python3 benchmarks/astropy_conv.py --gpu --sizes 4096,2048,1024 --ks 15,3,55 \
-  --out $OUT/astropy_$dev.json > $OUT/bench.txt 2>&1; echo "bench rc=$?"; tail -3 $OUT/bench.txt
+timeout 100 tensorconv-bench --preset astropy --timing kernel --no-progress --out $OUT/bench \
+  > $OUT/bench.txt 2>&1; echo "bench rc=$?"; tail -3 $OUT/bench.txt

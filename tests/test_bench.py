@@ -93,6 +93,26 @@ def test_scipy_compat_preset_small(tmp_path):
     assert all(r.get("rel_l2", 0) <= 1e-5 for r in gpu)
 
 
+def test_astropy_preset_small(tmp_path):
+    """--preset astropy (formerly benchmarks/astropy_conv.py) at a tiny size: our convolve and
+    convolve_fft beside astropy's in the same run, with and without NaN, float32 and float64,
+    each of ours with its error against astropy's convolve."""
+    pytest.importorskip("astropy", reason="astropy is the preset's peer")
+    assert main(["--preset", "astropy", "--sizes", "48", "--kernels", "5", "--runs", "3",
+                 "--out", str(tmp_path), "--no-progress"]) == 0
+    doc = json.loads(next(tmp_path.glob("astropy_*.json")).read_text())
+    cpu = [r for r in doc["rows"] if r["timing"] == "end_to_end"]
+    assert {r["impl"] for r in cpu} == {"tensorconv.astropy.convolve",
+                                        "tensorconv.astropy.convolve_fft",
+                                        "peer:astropy_convolve", "peer:astropy_convolve_fft"}
+    assert {(r["dtype"], r["nan_frac"]) for r in cpu} == {
+        (d, f) for d in ("float32", "float64") for f in (0.0, 0.01)}
+    for r in cpu:
+        assert r["median_ms"] > 0
+        if r["impl"].startswith("tensorconv"):
+            assert r["max_rel_vs_astropy"] <= (1e-12 if r["dtype"] == "float64" else 1e-5), r
+
+
 def test_call_timing_on_the_cpu(tmp_path):
     """--timing call: host methods are timed as they are for the other timings, the rows say
     'call' and the Markdown has the call table."""

@@ -129,6 +129,149 @@ def scipy_compat() -> list:
     return []
 
 
+def astropy() -> list:
+    """Issue #20's front end against astropy.convolution (astropy_rows)."""
+    return []
+
+
+def _max_rel(got, ref) -> float:
+    """Max relative error on the finite reference values; inf when the NaN patterns differ."""
+    got, ref = np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    if not np.array_equal(np.isnan(got), np.isnan(ref)):
+        return float("inf")
+    f = np.isfinite(ref) & (ref != 0)
+    return float(np.max(np.abs(got[f] - ref[f]) / np.abs(ref[f]))) if f.any() else 0.0
+
+
+def _astropy_cpu_point(sweep, x, kk, base, runs, ap_convolve, ap_convolve_fft, tca, warning):
+    """One point's CPU rows of astropy_rows (shared rounds of random order)."""
+    import warnings
+
+    n, k = base["image"][0], base["kernel"][0]
+    slow = n >= 4096 and k >= 55  # astropy's convolve: minutes a call
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", warning)
+        ref = None if slow else ap_convolve(x, kk)
+        ref_fft = ap_convolve_fft(x, kk)
+        ours, ours_fft = tca.convolve(x, kk), tca.convolve_fft(x, kk)
+        fns = {"peer:astropy_convolve_fft": lambda i: ap_convolve_fft(x, kk),
+               "tensorconv.astropy.convolve": lambda i: tca.convolve(x, kk),
+               "tensorconv.astropy.convolve_fft": lambda i: tca.convolve_fft(x, kk)}
+        if not slow:
+            fns["peer:astropy_convolve"] = lambda i: ap_convolve(x, kk)
+        res = dict(zip(fns, time_interleaved(list(fns.values()), runs, 1, sweep.row_cap_s)))
+    key = "max_rel_vs_astropy" if ref is not None else "max_rel_vs_astropy_fft"
+    want = ref if ref is not None else ref_fft
+    err = {"tensorconv.astropy.convolve": _max_rel(ours, want),
+           "tensorconv.astropy.convolve_fft": _max_rel(ours_fft, want)}
+    for impl, (ms, done) in res.items():
+        sweep.rows.append({"impl": impl, **base, "timing": "end_to_end",
+                           "median_ms": round(ms, 4), "runs": done,
+                           **({key: err[impl]} if impl in err else {})})
+    if slow:
+        sweep.rows.append({"impl": "peer:astropy_convolve", **base, "timing": "end_to_end",
+                           "median_ms": None, "note": "left out: minutes a call"})
+
+
+def astropy_rows(sweep, sizes=(1024, 2048, 4096), ks=(3, 15, 55), runs=20,
+                 timing=("end_to_end", "kernel")) -> None:
+    """tensorconv.astropy.convolve / convolve_fft against astropy.convolution (issue #20 item
+    4; was benchmarks/astropy_conv.py). Images 0.1 + 0.9 U[0, 1) (seeded by the side), with no
+    NaN and with 1 % scattered NaN pixels; Gaussian2DKernel(k / 6) sampled on k x k; float64 and
+    float32; boundary='fill', nan_treatment='interpolate' (astropy's defaults).
+    CPU: ours ('auto') and astropy's convolve and convolve_fft, end to end, every call of a
+    point in shared rounds of random order (astropy's slow calls take fewer runs, said by
+    "runs"; its convolve at >= 4096² with k >= 55 takes minutes a call and is left out, said by
+    a note); max relative error against astropy's convolve (else its convolve_fft).
+    GPU (a usable device and CuPy): the same points on device arrays, CUDA events: ours by
+    'auto' (and at 4096², k = 15 by each GPU method 'auto' may pick) beside a plain
+    tensorconv.correlate2d(mode='same') of the same method (the front end's cost) and
+    convolve_fft; error against our CPU float64 result. `timing`: 'end_to_end' runs the CPU
+    rows, 'kernel' the GPU rows (--timing end_to_end / kernel; default both)."""
+    import warnings
+
+    try:
+        from astropy.convolution import Gaussian2DKernel
+        from astropy.convolution import convolve as ap_convolve
+        from astropy.convolution import convolve_fft as ap_convolve_fft
+        from astropy.utils.exceptions import AstropyUserWarning
+    except ImportError as e:
+        sweep.log(f"preset astropy skipped: astropy is not installed ({e})")
+        return
+    from tensorconv import astropy as tca
+
+    def image(n, frac, dt):
+        rng = np.random.default_rng(n)
+        x = 0.1 + 0.9 * rng.random((n, n))
+        if frac:
+            x[rng.random((n, n)) < frac] = np.nan
+        return x.astype(dt)
+
+    cp = None
+    if sweep.device.lib is not None and "kernel" in timing:
+        try:
+            import cupy as cp
+        except Exception as e:  # ImportError, or CuPy without its CUDA libraries
+            sweep.log(f"astropy GPU rows skipped: CuPy is not usable here ({e})")
+    gpu_named = [m.name for m in tc.methods() if m.device == "cuda" and m.available
+                 and m.name in ("naive_shmem", "separable", "fft", "im2tensor_fused")]
+    for n in sorted(sizes):
+        for k in ks:
+            if sweep.out_of_time():
+                sweep.skipped_for_time += 1
+                continue
+            kk = Gaussian2DKernel(k / 6.0, x_size=k, y_size=k).array
+            for frac in (0.0, 0.01):
+                kind = f"gaussian, NaN {frac:.0%}"
+                x64 = image(n, frac, "float64")
+                for dt, prec in (("float64", "fp64"), ("float32", "fp32")):
+                    x = x64.astype(dt)
+                    base = {"precision": prec, "image": [n, n], "kernel": [k, k],
+                            "kernel_kind": kind, "part": "astropy", "dtype": dt,
+                            "nan_frac": frac}
+                    if "end_to_end" in timing:
+                        _astropy_cpu_point(sweep, x, kk, base, runs, ap_convolve,
+                                           ap_convolve_fft, tca, AstropyUserWarning)
+                    if cp is None:
+                        continue
+                    xd = cp.asarray(x)
+                    cpu64 = tca.convolve(x64, kk)  # float64 on the CPU (tests: = astropy)
+                    names = ["auto"] + (gpu_named if (n, k) == (4096, 15) else [])
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", AstropyUserWarning)
+                        for m in names:
+                            info = {r.name: r for r in tc.methods()}.get(m)
+                            if info is not None and prec not in info.precisions:
+                                continue
+                            try:
+                                out = tca.convolve(xd, kk, method=m)
+                            except (ValueError, MemoryError) as e:
+                                sweep.rows.append({"impl": f"tensorconv.astropy.convolve:{m}",
+                                                   **base, "timing": "kernel",
+                                                   "median_ms": None, "note": str(e)[:200]})
+                                continue
+                            used = tca._PLANS[next(reversed(tca._PLANS))][0].method
+                            ms, done = time_device(sweep.device,
+                                                   lambda i, m=m: tca.convolve(xd, kk, method=m),
+                                                   runs, 3, sweep.row_cap_s)
+                            plain, pd = time_device(sweep.device, lambda i, u=used: tc.correlate2d(
+                                xd, kk, "same", method=u), runs, 3, sweep.row_cap_s)
+                            sweep.rows += [
+                                {"impl": f"tensorconv.astropy.convolve:{m}", **base,
+                                 "timing": "kernel", "chose": used, "median_ms": round(ms, 5),
+                                 "runs": done,
+                                 "max_rel_vs_reference": _max_rel(cp.asnumpy(out), cpu64)},
+                                {"impl": f"peer:correlate2d_same:{used}", **base,
+                                 "timing": "kernel", "median_ms": round(plain, 5), "runs": pd}]
+                        out = tca.convolve_fft(xd, kk)
+                        ms, done = time_device(sweep.device, lambda i: tca.convolve_fft(xd, kk),
+                                               runs, 3, sweep.row_cap_s)
+                        sweep.rows.append({"impl": "tensorconv.astropy.convolve_fft:auto", **base,
+                                           "timing": "kernel", "median_ms": round(ms, 5),
+                                           "runs": done, "max_rel_vs_reference":
+                                           _max_rel(cp.asnumpy(out), cpu64)})
+
+
 def _rel_l2(got, want) -> float:
     return float(np.linalg.norm(np.asarray(got) - want) / np.linalg.norm(want))
 
@@ -214,7 +357,7 @@ def cpu_float() -> list:
 PRESETS = {"im2tensor": im2tensor, "kondo": kondo, "kelefouras": kelefouras,
            "separable": separable, "cpu-float": cpu_float, "gpu-core": gpu_core,
            "tc-fp": tc_fp, "scipy-compat": scipy_compat,
-           "workspace-nonfinite": workspace_nonfinite}
+           "workspace-nonfinite": workspace_nonfinite, "astropy": astropy}
 
 
 def fma_peaks() -> dict:

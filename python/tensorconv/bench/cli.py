@@ -9,6 +9,7 @@ with --tune, or redraw the tables and figures of a results file with --report.
   tensorconv-bench --preset tc-fp                          # tf32/fp32/fp64 as a user's call sees
   tensorconv-bench --preset scipy-compat                   # complex data against scipy / CuPy
   tensorconv-bench --preset workspace-nonfinite            # NaN/inf repair cost, workspaces
+  tensorconv-bench --preset astropy                        # tensorconv.astropy vs astropy
   tensorconv-bench --sizes 1024 --kernels 3,15 --precisions fp32 --methods naive_shmem,fft
   tensorconv-bench --tune                                  # cost model of 'auto' for this GPU
   tensorconv-bench --report results/im2tensor_<device>.json [--readme README.md]
@@ -166,7 +167,14 @@ def main(argv=None) -> int:
         print(f"load average {extra['load_average_start']}; FMA peak (GFLOP/s, all cores): "
               f"{extra['fma_peak_gflops']}", file=sys.stderr)
         sweep.rows += _presets.small_call_rows()
-    if a.preset == "scipy-compat":
+    if a.preset == "astropy":
+        kw = {"sizes": _ints(a.sizes, "sizes")} if a.sizes else {}
+        if a.kernels:
+            kw["ks"] = _ints(a.kernels, "kernels")
+        _presets.astropy_rows(sweep, runs=a.runs, timing=timing or ("end_to_end", "kernel"),
+                              **kw)
+        parts, bar = [], None
+    elif a.preset == "scipy-compat":
         sizes = _ints(a.sizes, "sizes") if a.sizes else None
         ks = _ints(a.kernels, "kernels") if a.kernels else None
         _presets.complex_rows(sweep, (sizes[0] if sizes else 1024, ks[0] if ks else 15),
