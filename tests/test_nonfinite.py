@@ -116,3 +116,22 @@ def test_nonfinite_kernel_coefficient(method, precision):
             ref = scipy.signal.correlate2d(image, kernel, mode)
             got = tc.correlate2d(image, kernel, mode, method=method, precision=precision)
             assert_same_nonfinite(got, ref, f"{method} {precision} kernel[2,3]={value} {mode}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp32", "fp64"])
+def test_fft_nonfinite_when_the_image_is_the_transform_input(precision):
+    """fp32/fp64 `fft` transforms an image whose shape is already a fast transform size in place
+    of a staged copy (csrc/cuda/fft.cu): a non-finite pixel then reaches every output, and the
+    repair must recompute all of them. 120 x 160 (2^3·3·5, 2^5·5) in 'valid' mode takes that path."""
+    rng = np.random.default_rng(11)
+    image = _image(rng, (120, 160))
+    kernel = _kernels(rng)["5x8"]
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    got = np.asarray(tc.correlate2d(image, kernel, "valid", method="fft", precision=precision),
+                     dtype=np.float64)
+    assert_same_nonfinite(got, ref, f"fft {precision} direct path")
+    clean = np.where(np.isfinite(image), image, 0.5)
+    finite = np.isfinite(ref)
+    err = relative_l2(got[finite], scipy.signal.correlate2d(clean, kernel, "valid")[finite])
+    assert err <= rel_l2_bound("fft", precision), err

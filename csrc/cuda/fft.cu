@@ -19,13 +19,13 @@
 // T x (T/2 + 1), and the workspace O(B T^2) whatever the image size.
 //
 // NaN and ±inf stay local (scipy's rule), with no host test: the staging that copies the image
-// into the transform buffer (pad / tile gather; always, even where the image has the transform's
-// shape) stores 0 for a non-finite pixel and marks the plan's NonfiniteRepair flag, and after
-// the crop its run_windows() sets every output whose window holds such a pixel to NaN and
-// recomputes those by a direct float64 sum (nonfinite.cuh). The crop also marks non-finite
-// results (overflow, a non-finite kernel), which the same pass recomputes. Finite images pay the
-// staging copy (~0.05 ms at 4096^2 fp32 where the image was the transform's input before) and
-// three near-empty launches. Complex data (FftComplexPlan) still spreads NaN/inf over the image.
+// into the transform buffer (pad / tile gather) stores 0 for a non-finite pixel and marks the
+// plan's NonfiniteRepair flag, and after the crop its run_windows() sets every output whose
+// window holds such a pixel to NaN and recomputes those by a direct float64 sum (nonfinite.cuh).
+// The crop also marks non-finite results (overflow, a non-finite kernel, or every output when an
+// image that is already the transform's input holds one), which the same pass recomputes.
+// Finite images pay three near-empty launches. Complex data (FftComplexPlan) still spreads
+// NaN/inf over the image.
 #include <cufft.h>
 #include <cufftXt.h>
 
@@ -379,14 +379,22 @@ class FftPlan final : public CudaPlan {
       nf_.run_windows(in, out, stream);
       return;
     }
-    // Always staged, even where the image has the transform's shape: the copy is where
-    // non-finite pixels become 0 (header).
-    pad_kernel<P><<<grid2d(m, n), 256, 0, stream>>>(in.ptr<Store>(), in.row_stride, ih, iw,
-                                                    real_.get<Real>(), n, m, amax, nf_.flag());
-    TC_CUDA_LAUNCH_CHECK();
+    // The image itself is the transform's input when it already has the transform's shape (no
+    // copy: finite images pay nothing). A non-finite pixel then reaches every output, the crop
+    // marks them all, and the repair recomputes the whole output directly: correct, and slow only
+    // for such images (~3 ms at 4096^2, k = 55). Otherwise the staging copy zeroes it (header).
+    const bool direct = std::is_same<Real, Store>::value && !F::scaled && ih == n && iw == m &&
+                        in.row_stride == m;
+    void* src = in.data;
+    if (!direct) {
+      pad_kernel<P><<<grid2d(m, n), 256, 0, stream>>>(in.ptr<Store>(), in.row_stride, ih, iw,
+                                                      real_.get<Real>(), n, m, amax, nf_.flag());
+      TC_CUDA_LAUNCH_CHECK();
+      src = real_.get();
+    }
     TC_CUFFT_CHECK(cufftSetStream(fwd_.get(), stream));
     TC_CUFFT_CHECK(cufftSetStream(inv_.get(), stream));
-    TC_CUFFT_CHECK(cufftXtExec(fwd_.get(), real_.get(), spec_.get(), CUFFT_FORWARD));
+    TC_CUFFT_CHECK(cufftXtExec(fwd_.get(), src, spec_.get(), CUFFT_FORWARD));
     multiply_kernel<Cplx><<<grid1d(n_ * mc_), 256, 0, stream>>>(spec_.get<Cplx>(),
                                                                 kspec_.get<Cplx>(), n_ * mc_);
     TC_CUDA_LAUNCH_CHECK();
