@@ -3,7 +3,7 @@
 // float64 correlation of the rounded inputs on the host, and times Kondo's 4096^2 setting
 // (Gaussian sigma = r/2 as a general 2-D kernel, data on the device, CUDA events, 3 warm-ups,
 // median of 20) per CTA tile and B-fragment reuse on/off -- without building the package.
-// Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -o build/fir_dki_harness benchmarks/fir_dki_harness.cu
+// Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o build/fir_dki_harness benchmarks/fir_dki_harness.cu
 // Run there:   build/fir_dki_harness
 #include <algorithm>
 #include <cmath>
@@ -15,15 +15,7 @@
 
 #define TC_FIR_DKI_KERNELS_ONLY
 #include "cuda/fir/fir_dki.cu"
-
-namespace tc {
-namespace cuda {
-[[noreturn]] void throw_cuda(cudaError_t e, const char* what, const char* file, int line) {
-  throw std::runtime_error(std::string(cudaGetErrorString(e)) + " at " + what + " " + file + ":" +
-                           std::to_string(line));
-}
-}  // namespace cuda
-}  // namespace tc
+#include "harness.cuh"
 
 using namespace tc;
 using namespace tc::cuda;
@@ -44,11 +36,7 @@ template <class T> const char* tname() {
   else if constexpr (std::is_same_v<T, TrFp16Fp32>) return "fp16fp32";
   else return "bf16";
 }
-struct Dev {
-  void* p = nullptr;
-  explicit Dev(std::size_t n) { TC_CUDA_CHECK(cudaMalloc(&p, n)); }
-  ~Dev() { cudaFree(p); }
-};
+using harness::Dev;
 
 // One launch of the kernel (one kernel block); returns the output as doubles; *ms: median time.
 template <class T>
@@ -83,26 +71,7 @@ std::vector<double> run(const std::vector<double>& img, int ih, int iw, const st
   };
   launch();
   TC_CUDA_CHECK(cudaDeviceSynchronize());
-  if (ms) {
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> t;
-    for (int r = 0; r < 23; ++r) {
-      cudaEventRecord(e0);
-      launch();
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float x;
-      cudaEventElapsedTime(&x, e0, e1);
-      if (r >= 3) t.push_back(x);
-    }
-    TC_CUDA_CHECK(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    *ms = 0.5f * (t[9] + t[10]);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-  }
+  if (ms) *ms = harness::median_ms(launch);
   std::vector<Out> hout(static_cast<std::size_t>(hR) * wR);
   TC_CUDA_CHECK(cudaMemcpy(hout.data(), dout.p, hout.size() * sizeof(Out), cudaMemcpyDeviceToHost));
   std::vector<double> r(hout.size());
