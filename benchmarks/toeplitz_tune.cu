@@ -2,7 +2,7 @@
 // kernel's CTA geometries per precision at 4096^2 (median of 20, CUDA events, data on the
 // device) and checks every output of a few odd shapes, and NaN/inf locality, against a float64
 // direct correlation on the host — without building the package (the device build takes ~100 s).
-// Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -o build/toeplitz_tune benchmarks/toeplitz_tune.cu
+// Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o build/toeplitz_tune benchmarks/toeplitz_tune.cu
 // Run there:   build/toeplitz_tune [--quick]
 #include <algorithm>
 #include <cmath>
@@ -12,15 +12,7 @@
 #include <string>
 
 #include "cuda/paplinski/toeplitz_tc.cuh"
-
-namespace tc {
-namespace cuda {
-[[noreturn]] void throw_cuda(cudaError_t e, const char* what, const char* file, int line) {
-  throw std::runtime_error(std::string(cudaGetErrorString(e)) + " at " + what + " " + file + ":" +
-                           std::to_string(line));
-}
-}  // namespace cuda
-}  // namespace tc
+#include "harness.cuh"
 
 using namespace tc;
 using namespace tc::cuda;
@@ -43,11 +35,7 @@ template <class T> double host_load(T x) {
 static bool g_nocarry = false;  // time the one-row-block-per-CTA form
 static bool g_unaligned = false;  // image 4 bytes off 16-byte alignment: no cp.async staging
 
-struct Dev {
-  void* p = nullptr;
-  explicit Dev(std::size_t n) { TC_CUDA_CHECK(cudaMalloc(&p, n)); }
-  ~Dev() { cudaFree(p); }
-};
+using harness::Dev;
 
 // Runs (and optionally times) one geometry on an ih x iw image; returns the output as doubles.
 template <Precision P, class Gm>
@@ -76,25 +64,7 @@ std::vector<double> run(const std::vector<double>& img, int ih, int iw,
   a.ih = ih; a.iw = iw; a.oh = oh; a.ow = ow; a.kh = kh; a.kw = kw;
   launch<P, Gm>(a, st, dband.p, dkd.p, nullptr);
   TC_CUDA_CHECK(cudaDeviceSynchronize());
-  if (ms) {
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> t;
-    for (int r = 0; r < 23; ++r) {
-      cudaEventRecord(e0);
-      launch<P, Gm>(a, st, dband.p, dkd.p, nullptr);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float x;
-      cudaEventElapsedTime(&x, e0, e1);
-      if (r >= 3) t.push_back(x);
-    }
-    std::sort(t.begin(), t.end());
-    *ms = 0.5f * (t[9] + t[10]);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-  }
+  if (ms) *ms = harness::median_ms([&] { launch<P, Gm>(a, st, dband.p, dkd.p, nullptr); });
   std::vector<Out> hout(static_cast<std::size_t>(oh) * ow);
   TC_CUDA_CHECK(cudaMemcpy(hout.data(), dout.p, hout.size() * sizeof(Out), cudaMemcpyDeviceToHost));
   std::vector<double> r(hout.size());

@@ -76,10 +76,12 @@ const std::vector<PlanOptionInfo>& plan_option_table() {
        "True: the WMMA kernels where the mma.sync path would run (for comparisons)",
        [](PlanOptions& o, const OptionValue& v) { o.im2tensor_wmma = as_bool(v); }},
       {"fir.wc", "fir_kl, fir_ki, fir_ki_32x8, fir_dki", "None or a multiple of 32 in 32 .. 1024",
-       "None", "output columns per CTA (None: 128; fir_dki 256)",
+       "None",
+       "output columns per CTA (None: 128; fir_dki 512, or 256 for a 64x64 kernel block or where "
+       "512 gives fewer than two CTAs per SM)",
        [](PlanOptions& o, const OptionValue& v) { set_int(o.fir_wc, v, 32, 1024, 32); }},
       {"fir.db", "fir_kl, fir_ki, fir_ki_32x8, fir_dki", "None or 1 .. 256", "None",
-       "output rows per CTA (None: 32)",
+       "output rows per CTA (None: 32; fir_dki 64 for a 64x64 kernel block)",
        [](PlanOptions& o, const OptionValue& v) { set_int(o.fir_db, v, 1, 256); }},
   };
   return table;

@@ -124,16 +124,13 @@ __device__ __forceinline__ void mma_acc(float* acc, const std::uint32_t* a, cons
 }
 
 // A = Wᵀ fragment (16 kernel columns x of tile xt along m, 16 kernel rows y of chunk kc along k):
-// A[m][k] = K̂ᵀ[16xt + x(m)][16kc + k]; a lane holds rows m = g, g+8, columns 2t, 2t+8 (pairs).
-// x(m) = m (KL: the trace pairs kernel column m with patch column m), or, with PERM (DKI),
-// x(g) = 2g, x(g+8) = 2g+1 so that a lane's two rows are adjacent kernel columns (fir_dki.cu).
-template <bool PERM, class S>
+// A[m][k] = K̂ᵀ[16xt + m][16kc + k]; a lane holds rows m = g, g+8, columns 2t, 2t+8 (pairs).
+template <class S>
 __device__ __forceinline__ void load_wt_frag(std::uint32_t* a, const S* kt, int hKp, int xt,
                                              int kc, int lane) {
   const int g = lane >> 2, t = lane & 3;
-  const int xlo = PERM ? 2 * g : g, xhi = PERM ? 2 * g + 1 : g + 8;
-  const S* lo = kt + (16 * xt + xlo) * hKp + 16 * kc + 2 * t;
-  const S* hi = kt + (16 * xt + xhi) * hKp + 16 * kc + 2 * t;
+  const S* lo = kt + (16 * xt + g) * hKp + 16 * kc + 2 * t;
+  const S* hi = lo + 8 * hKp;
   a[0] = *reinterpret_cast<const std::uint32_t*>(lo);
   a[1] = *reinterpret_cast<const std::uint32_t*>(hi);
   a[2] = *reinterpret_cast<const std::uint32_t*>(lo + 8);
@@ -186,7 +183,6 @@ using KernelFn = void (*)(Args);
 template <class T> KernelFn kl_kernel(const Geo& g);
 template <class T> KernelFn ki_kernel(const Geo& g, bool wide);
 template <class T> KernelFn dki_kernel(const Geo& g);
-std::size_t dki_extra_smem(const Geo& g);
 
 // ------------------------------------------------------------------------------------------
 // Host side: one Plan for the three schemes.
@@ -198,9 +194,21 @@ class Plan final : public CudaPlan {
     check_int_extent(r);
     const int kh = static_cast<int>(r.kh), kw = static_cast<int>(r.kw);
     const int hR = static_cast<int>(r.ih - r.kh + 1), wR = static_cast<int>(r.iw - r.kw + 1);
-    // Output tile per CTA: 32 rows x 128 columns (a multiple of both KI layouts' 16 / 32 pixels);
-    // DKI 256 columns, so the patch its edge shares with the next CTA costs 1/16 more, not 1/8.
-    int Wc = s == Scheme::dki ? 256 : 128, dB = 32;
+    // Output tile per CTA: 32 rows x 128 columns (a multiple of both KI layouts' 16 / 32 pixels).
+    int Wc = 128, dB = 32;
+    if (s == Scheme::dki) {
+      // DKI (H100, 4096², harness sweep in KONDO_NOTES.md): 512 columns (the patch a CTA shares
+      // with the next costs 1/32 more, the staged halo 1/8) where that still gives two CTAs per
+      // SM, else 256; a 64x64 block (16 tiles, no B reuse: register-bound) 256 x 64.
+      const int tiles = std::min(4, ceil_div(kw, 16)) * std::min(4, ceil_div(kh, 16));
+      if (tiles >= 16) {
+        Wc = 256;
+        dB = 64;
+      } else {
+        Wc = static_cast<std::int64_t>(ceil_div(wR, 512)) * ceil_div(hR, 32) >= 2 * sm_count()
+                 ? 512 : 256;
+      }
+    }
     // Plan options fir.wc / fir.db (validated in plan_options.cpp): tuning sweeps, and the
     // tests' way to reach every geometry.
     if (r.options.fir_wc) Wc = r.options.fir_wc;
@@ -234,10 +242,7 @@ class Plan final : public CudaPlan {
           case Scheme::kl: b.fn = kl_kernel<T>(b.g); b.smem = stage_bytes(b.g); break;
           case Scheme::ki16: b.fn = ki_kernel<T>(b.g, false); b.smem = stage_bytes(b.g); break;
           case Scheme::ki32: b.fn = ki_kernel<T>(b.g, true); b.smem = stage_bytes(b.g); break;
-          case Scheme::dki:
-            b.fn = dki_kernel<T>(b.g);
-            b.smem = stage_bytes(b.g) + dki_extra_smem(b.g);
-            break;
+          case Scheme::dki: b.fn = dki_kernel<T>(b.g); b.smem = stage_bytes(b.g); break;
         }
         if (b.smem > 48 * 1024)
           TC_CUDA_CHECK(cudaFuncSetAttribute(b.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,

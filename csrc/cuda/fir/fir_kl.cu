@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(kWarps * 32) kl_kernel_t(Args a) {
       for (int kc = 0; kc < g.KC; ++kc) {
         for (int xt = 0; xt < g.NX; ++xt) {
           std::uint32_t af[4];
-          load_wt_frag<false>(af, kt, g.hKp, xt, kc, lane);
+          load_wt_frag(af, kt, g.hKp, xt, kc, lane);
           // B = P (k = y, n = patch column): a lane holds rows 2t, 2t+1 (+8) of column g (+8).
           const S* p = sS + (rr + 16 * kc + 2 * tq) * ldS + o + 16 * xt + gq;
           const std::uint32_t b0[2] = {pack2(p[0], p[ldS]), pack2(p[8 * ldS], p[9 * ldS])};
