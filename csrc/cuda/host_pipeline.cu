@@ -151,8 +151,9 @@ struct PinnedBlock {
   std::size_t bytes;
   bool used;
 };
-std::mutex pool_mutex;
-std::vector<PinnedBlock> pool_blocks;
+// never destroyed: NumPy results may give blocks back during the interpreter's shutdown
+std::mutex& pool_mutex = *new std::mutex;
+std::vector<PinnedBlock>& pool_blocks = *new std::vector<PinnedBlock>;
 std::size_t pool_held = 0;
 
 std::size_t pool_cap() {
