@@ -59,6 +59,10 @@ def _same_block(b):
     return b
 
 
+def _interior_copy(b, h):
+    return b[h:-h, h:-h] + np.float32(0)  # a fresh result, as a correlation's would be
+
+
 def sha(a) -> str:
     return hashlib.sha1(np.ascontiguousarray(a).view(np.uint8)).hexdigest()
 
@@ -114,6 +118,8 @@ def main(argv=None):
     ap.add_argument("--gpus", type=int, default=1)
     ap.add_argument("--threads", type=int, default=16, help="threads per worker")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--overhead", action="store_true",
+                    help="also time Dask's halos and a fresh result per chunk, no correlation")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--out", default="benchmarks/results/dask_multi_gpu.json")
     ap.add_argument("--png", default=None)
@@ -176,6 +182,24 @@ def main(argv=None):
                 wait(res)
                 times.append(time.perf_counter() - t)
             sec = statistics.median(times)
+            if a.overhead:
+                # the same halos and a fresh result per chunk, no correlation: what Dask's
+                # graph, halo concatenation and result allocation cost on their own
+                h = k // 2
+                ov = da.map_overlap(_interior_copy, dx, depth=h, boundary=0.5, trim=False,
+                                    dtype=np.float32, h=h, name=f"tc-overhead-{k}")
+                t = time.perf_counter()
+                ovp = client.persist(ov)
+                wait(ovp)
+                ov_s = time.perf_counter() - t
+                del ovp
+                print(f"dask halo + copy only (no correlation): {ov_s:.2f} s", flush=True)
+                rows.append({"impl": "dask_halo_and_copy_only", "peer": "overhead",
+                             "gpus": 0, "image": [a.size, a.size], "kernel": [k, k],
+                             "precision": prec, "threads_per_worker": a.threads, "chunk": [a.chunk, a.chunk],
+                             "timing": "end_to_end", "seconds": ov_s, "runs": 1,
+                             "throughput_mpix_s": a.size * a.size / ov_s / 1e6,
+                             "device": dev})
             # bit-for-bit: a SHA-1 per result chunk, on the workers, vs the one call's slices
             import dask
 
@@ -228,7 +252,8 @@ def plot(doc, path):
     keys = sorted({(r["kernel"][0], r["precision"]) for r in doc["rows"]})
     for k, p in keys:
         rs = [r for r in doc["rows"] if r["kernel"][0] == k and r["precision"] == p]
-        d = sorted((r["gpus"], r["throughput_mpix_s"]) for r in rs if r["peer"] != "one_call")
+        d = sorted((r["gpus"], r["throughput_mpix_s"]) for r in rs
+                   if r["peer"] not in ("one_call", "overhead"))
         one = [r["throughput_mpix_s"] for r in rs if r["peer"] == "one_call"]
         if d:
             ax.plot([g for g, _ in d], [v for _, v in d], "o-", label=f"dask k={k} {p}")
