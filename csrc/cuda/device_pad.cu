@@ -15,21 +15,39 @@ namespace cuda {
 namespace {
 
 constexpr std::size_t kGroupBytes = std::size_t{16} << 20;
+constexpr int kThreads = 256;
 
+// kV = 16 / sizeof(T) elements per thread, a block's threads side by side in each of its kV
+// steps (every warp access contiguous), all loads issued before the stores: kV loads in flight
+// per thread. One 2-byte element per thread (the first version) left each thread one dependent
+// load chain (indices, then source) and ran at ~230 GB/s (37 us per 2062² fp16 image on the
+// H100: more than the stack's correlation).
 template <class T>
 __global__ void pad_gather_kernel(const T* __restrict__ src, std::int64_t src_bstride,
                                   std::int64_t src_rs, T* __restrict__ dst, std::int64_t ph,
                                   std::int64_t pw, const std::int64_t* __restrict__ row_src,
                                   const std::int64_t* __restrict__ col_src, T fill) {
+  constexpr int kV = 16 / sizeof(T);
   const std::int64_t b = blockIdx.z;
   const T* s = src + b * src_bstride;
   T* d = dst + b * ph * pw;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kThreads * kV;
   for (std::int64_t r = blockIdx.y; r < ph; r += gridDim.y) {
     const std::int64_t sr = row_src[r];
-    for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-         c < pw; c += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-      const std::int64_t sc = col_src[c];
-      d[r * pw + c] = sr < 0 || sc < 0 ? fill : s[sr * src_rs + sc];
+    const T* srow = s + (sr < 0 ? 0 : sr) * src_rs;
+    T* drow = d + r * pw;
+    for (std::int64_t c0 = static_cast<std::int64_t>(blockIdx.x) * kThreads * kV + threadIdx.x;
+         c0 < pw; c0 += step) {
+      T v[kV];
+#pragma unroll
+      for (int u = 0; u < kV; ++u) {
+        const std::int64_t c = c0 + u * kThreads;
+        const std::int64_t sc = c < pw ? col_src[c] : -1;
+        v[u] = sr < 0 || sc < 0 ? fill : srow[sc];
+      }
+#pragma unroll
+      for (int u = 0; u < kV; ++u)
+        if (c0 + u * kThreads < pw) drow[c0 + u * kThreads] = v[u];
     }
   }
 }
@@ -38,16 +56,17 @@ template <class T>
 void launch(const HostGather& g, void* dst, std::int64_t ph, std::int64_t pw,
             const std::int64_t* rows, const std::int64_t* cols, std::int64_t n,
             std::int64_t first, std::uint64_t fill_bits_, cudaStream_t stream) {
+  constexpr std::int64_t kV = 16 / sizeof(T);
   T fill;
   std::memcpy(&fill, &fill_bits_, sizeof(T));
-  const dim3 block(256);
-  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>((pw + 255) / 256, 64)),
-                  static_cast<unsigned>(std::min<std::int64_t>(ph, 65535)),
-                  static_cast<unsigned>(n));
+  const dim3 grid(
+      static_cast<unsigned>(std::min<std::int64_t>((pw + kThreads * kV - 1) / (kThreads * kV),
+                                                   64)),
+      static_cast<unsigned>(std::min<std::int64_t>(ph, 65535)), static_cast<unsigned>(n));
   const T* src = static_cast<const T*>(g.src.data) + first * g.src_batch_stride;
-  pad_gather_kernel<T><<<grid, block, 0, stream>>>(src, g.src_batch_stride, g.src.row_stride,
-                                                   static_cast<T*>(dst), ph, pw, rows, cols,
-                                                   fill);
+  pad_gather_kernel<T><<<grid, kThreads, 0, stream>>>(src, g.src_batch_stride,
+                                                      g.src.row_stride, static_cast<T*>(dst),
+                                                      ph, pw, rows, cols, fill);
   TC_CUDA_LAUNCH_CHECK();
 }
 
