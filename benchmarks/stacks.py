@@ -270,6 +270,9 @@ def plot(meta, path):
     for r in stack:
         labels.append(f"{r['impl'].replace('peer:', '')} {r.get('variant', '')} {r['precision']}")
         vals.append(r["images_per_s"])
+    if not vals:  # a --host-only file
+        a.axis("off")
+        a.text(0.5, 0.5, "no stack rows (--host-only)", ha="center", va="center")
     a.bar(range(len(vals)), vals, color="tab:blue")
     a.set_xticks(range(len(vals)), labels, fontsize=7, rotation=35, ha="right")
     a.set_yscale("log")
