@@ -2,7 +2,8 @@
 // 64 MB float32 (4096²) copied pageable -> pinned and back with 1..16 threads, first touch of a
 // fresh output (page faults + zeroing), transparent huge pages, cudaHostRegister / cudaHostAlloc,
 // pinned H2D / D2H alone and together, and the staging pipeline as a whole (bands of 8 MB through
-// a ring of 3 pinned slots) with its output written by threads or by the card directly.
+// a ring of 3 pinned slots) with its output written by threads or by the card directly. The
+// threads are the package's staging team (csrc/cuda/staging_team.hpp). No package build:
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o host_probe benchmarks/host_probe.cu && ./host_probe
 // Prints one line per measurement: name, median ms of 7 runs, GB/s of 64 MB.
 #include <cuda_runtime.h>
@@ -19,7 +20,10 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include "../csrc/cuda/staging_team.hpp"
 
 #define CK(x)                                                                  \
   do {                                                                         \
@@ -35,78 +39,7 @@ static double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// Persistent threads: pieces of a job are claimed from one atomic (generation << 32 | next), so a
-// late thread finds nothing left; workers spin ~1 ms after a job, then sleep.
-class Team {
- public:
-  explicit Team(int n) {
-    for (int i = 1; i < n; ++i) th_.emplace_back([this] { loop(); });
-  }
-  ~Team() {
-    {
-      std::lock_guard<std::mutex> lk(m_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : th_) t.join();
-  }
-  int size() const { return static_cast<int>(th_.size()) + 1; }
-  void run(long pieces, const std::function<void(long)>& f) {
-    fn_.store(&f);
-    pieces_.store(pieces);
-    done_.store(0);
-    const std::uint64_t g = (claim_.load() >> 32) + 1;
-    claim_.store(g << 32);
-    if (sleepers_.load() > 0) {
-      std::lock_guard<std::mutex> lk(m_);
-      cv_.notify_all();
-    }
-    work(static_cast<std::uint32_t>(g));
-    while (done_.load() < pieces) __builtin_ia32_pause();
-  }
-
- private:
-  void work(std::uint32_t g) {
-    for (;;) {
-      std::uint64_t c = claim_.load();
-      if ((c >> 32) != g) return;
-      const auto* f = fn_.load();
-      const long n = pieces_.load();
-      const long i = static_cast<long>(c & 0xFFFFFFFFu);
-      if (i >= n) return;
-      if (!claim_.compare_exchange_weak(c, c + 1)) continue;
-      (*f)(i);
-      done_.fetch_add(1);
-    }
-  }
-  void loop() {
-    std::uint32_t seen = 0;
-    for (;;) {
-      auto t0 = Clock::now();
-      int spins = 0;
-      while ((claim_.load() >> 32) == seen) {
-        __builtin_ia32_pause();
-        if (++spins % 256 == 0 && ms_since(t0) > 1.0) {
-          std::unique_lock<std::mutex> lk(m_);
-          sleepers_.fetch_add(1);
-          cv_.wait(lk, [&] { return stop_ || (claim_.load() >> 32) != seen; });
-          sleepers_.fetch_sub(1);
-          if (stop_) return;
-        }
-      }
-      seen = static_cast<std::uint32_t>(claim_.load() >> 32);
-      work(seen);
-    }
-  }
-  std::vector<std::thread> th_;
-  std::atomic<std::uint64_t> claim_{0};
-  std::atomic<long> done_{0}, pieces_{0};
-  std::atomic<const std::function<void(long)>*> fn_{nullptr};
-  std::atomic<int> sleepers_{0};
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-};
+using tc::Team;  // the staging team of host_pipeline.cu (csrc/cuda/staging_team.hpp)
 
 constexpr size_t N = size_t{64} << 20;
 
@@ -160,7 +93,7 @@ int main() {
 
   for (int T : {1, 2, 4, 8, 12, 16}) {
     if (T > hw) break;
-    Team team(T);
+    Team& team = *new Team(T);  // never freed: its detached threads outlive the loop
     std::vector<double> a, b, c, d, e, f, g;
     for (int r = 0; r < R; ++r) {
       auto t = Clock::now();
@@ -200,21 +133,15 @@ int main() {
         g.push_back(ms_since(t));
       }
     }
-    std::snprintf(name, sizeof name, "pageable->pinned memcpy, %d threads", T);
-    report(name, median(a));
-    std::snprintf(name, sizeof name, "pinned->pageable (touched) memcpy, %d threads", T);
-    report(name, median(b));
-    std::snprintf(name, sizeof name, "pinned->fresh mmap (default THP), %d threads", T);
-    report(name, median(c));
-    std::snprintf(name, sizeof name, "pinned->fresh mmap MADV_HUGEPAGE, %d threads", T);
-    report(name, median(d));
-    std::snprintf(name, sizeof name, "pinned->fresh mmap MADV_NOHUGEPAGE, %d threads", T);
-    report(name, median(e));
-    std::snprintf(name, sizeof name, "first touch fresh 4K pages only, %d threads", T);
-    report(name, median(f));
-    if (!g.empty()) {
-      std::snprintf(name, sizeof name, "in+out together (128 MB copied), %d threads", T);
-      report(name, median(g));
+    const std::pair<const char*, std::vector<double>*> rows[] = {
+        {"pageable->pinned memcpy", &a}, {"pinned->pageable (touched) memcpy", &b},
+        {"pinned->fresh mmap (default THP)", &c}, {"pinned->fresh mmap MADV_HUGEPAGE", &d},
+        {"pinned->fresh mmap MADV_NOHUGEPAGE", &e}, {"first touch fresh 4K pages only", &f},
+        {"in+out together (128 MB copied)", &g}};
+    for (const auto& [what, v] : rows) {
+      if (v->empty()) continue;
+      std::snprintf(name, sizeof name, "%s, %d threads", what, T);
+      report(name, median(*v));
     }
   }
   {  // MAP_POPULATE, malloc + free
@@ -309,7 +236,7 @@ int main() {
   // straight into a pinned result. Host work in one thread's sequence (unpack j-3, pack j).
   const int hwT = std::min(16, hw);
   for (int T : {4, 8, hwT}) {
-    Team team(T);
+    Team& team = *new Team(T);
     for (int direct = 0; direct < 3; ++direct) {
       std::vector<double> tt;
       const int bands = 8, slots = 3;
