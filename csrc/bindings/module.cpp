@@ -386,6 +386,13 @@ PYBIND11_MODULE(_core, m) {
     return 0;
 #endif
   }, "Pinned host memory held by the pool (staging rings and results, free or in use).");
+  m.def("set_pinned_cap", [](std::size_t bytes) {
+#ifdef TC_WITH_CUDA
+    cuda::pinned_set_cap(bytes);
+#else
+    (void)bytes;
+#endif
+  }, "The pinned pool's cap for results (bytes; tensorconv sets it from TENSORCONV_PINNED_MB).");
 
   m.def("nan_mark", [](std::uintptr_t p, std::int64_t rows, std::int64_t cols, std::int64_t stride,
                        const std::string& dtype, std::uintptr_t invalid, std::uintptr_t idx,

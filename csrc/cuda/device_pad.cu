@@ -103,12 +103,11 @@ void CudaPlan::device_gather(const HostGather& g, const Tensor2D& out,
   const std::uint64_t fill = fill_bits(g.fill, out.dtype);
   for (std::int64_t b0 = 0; b0 < batch; b0 += group) {
     const std::int64_t n = std::min(group, batch - b0);
-    switch (es) {
-      case 2: launch<std::uint16_t>(g, pad_group_.get(), ph, pw, rows, cols, n, b0, fill, stream); break;
-      case 4: launch<std::uint32_t>(g, pad_group_.get(), ph, pw, rows, cols, n, b0, fill, stream); break;
-      case 8: launch<std::uint64_t>(g, pad_group_.get(), ph, pw, rows, cols, n, b0, fill, stream); break;
-      default: throw ValueError("padding on the device takes real storage (2, 4 or 8 bytes)");
-    }
+    void* group = pad_group_.get();
+    if (es == 2) launch<std::uint16_t>(g, group, ph, pw, rows, cols, n, b0, fill, stream);
+    else if (es == 4) launch<std::uint32_t>(g, group, ph, pw, rows, cols, n, b0, fill, stream);
+    else if (es == 8) launch<std::uint64_t>(g, group, ph, pw, rows, cols, n, b0, fill, stream);
+    else throw ValueError("padding on the device takes real storage (2, 4 or 8 bytes)");
     Tensor2D in = out;
     in.data = pad_group_.get();
     in.rows = ph;

@@ -19,7 +19,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -75,14 +74,9 @@ std::mutex& pool_mutex = *new std::mutex;
 std::vector<PinnedBlock>& pool_blocks = *new std::vector<PinnedBlock>;
 std::size_t pool_held = 0;
 
-std::size_t pool_cap() {
-  static const std::size_t cap = [] {
-    const char* v = std::getenv("TENSORCONV_PINNED_MB");
-    const long long mb = v && *v ? std::atoll(v) : 2048;
-    return static_cast<std::size_t>(std::max(0LL, mb)) << 20;
-  }();
-  return cap;
-}
+std::atomic<std::size_t> pool_cap_bytes{std::size_t{2048} << 20};  // pinned_set_cap
+
+std::size_t pool_cap() { return pool_cap_bytes.load(); }
 
 void release_block(const PinnedBlock& b) noexcept {  // pool_mutex held
   cudaHostUnregister(b.p);
@@ -175,6 +169,8 @@ bool pinned_owns(const void* p, std::size_t bytes) {
     if (b.used && c >= b.p && c + bytes <= b.p + b.bytes) return true;
   return false;
 }
+
+void pinned_set_cap(std::size_t bytes) { pool_cap_bytes.store(bytes); }
 
 std::size_t pinned_held_bytes() {
   std::lock_guard<std::mutex> lk(pool_mutex);

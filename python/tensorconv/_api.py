@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -229,10 +230,30 @@ def choose_method(precision: str, on_device: bool, macs: float = 0.0,
     return order[0]
 
 
+_PINNED_CAP_SET = False
+
+
+def _set_pinned_cap_once() -> None:
+    """TENSORCONV_PINNED_MB (read at the first host call on a CUDA plan): the most pinned memory,
+    in MB, the core's pool holds with results (default 2048; 0: results are never pinned)."""
+    global _PINNED_CAP_SET
+    _PINNED_CAP_SET = True
+    v = os.environ.get("TENSORCONV_PINNED_MB", "").strip()
+    if not v:
+        return
+    try:
+        mb = int(v)
+    except ValueError:
+        raise ValueError(f"TENSORCONV_PINNED_MB must be a whole number of MB, got {v!r}") from None
+    _core.set_pinned_cap(max(mb, 0) << 20)
+
+
 def _host_result(shape, storage: str) -> np.ndarray:
     """The NumPy result of a host call on a CUDA plan: pinned memory from the core's pool when
     it has some (the card copies into it directly; the memory goes back to the pool, not the
     system, when the array goes), else np.empty (unpacked from pinned staging)."""
+    if not _PINNED_CAP_SET:
+        _set_pinned_cap_once()
     dt = np.dtype(_NP_DTYPES[storage])
     n = math.prod(shape) * dt.itemsize
     buf = _core.host_result(n)
