@@ -59,6 +59,10 @@ def _same_block(b):
     return b
 
 
+def _interior_copy(b, h):
+    return b[h:-h, h:-h] + np.float32(0)  # a fresh result, as a correlation's would be
+
+
 def sha(a) -> str:
     return hashlib.sha1(np.ascontiguousarray(a).view(np.uint8)).hexdigest()
 
@@ -109,9 +113,13 @@ def main(argv=None):
     ap.add_argument("--precision", nargs="+", default=["fp32"])
     ap.add_argument("--method", default=None, help="default: naive_shmem (GPU), direct (CPU)")
     ap.add_argument("--mode", default="same")
+    ap.add_argument("--boundary", nargs="+", default=["fill"],
+                    help="each is timed and checked for equality (fill: fillvalue 0.5)")
     ap.add_argument("--gpus", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=4, help="threads per worker")
+    ap.add_argument("--threads", type=int, default=16, help="threads per worker")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--overhead", action="store_true",
+                    help="also time Dask's halos and a fresh result per chunk, no correlation")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--out", default="benchmarks/results/dask_multi_gpu.json")
     ap.add_argument("--png", default=None)
@@ -140,60 +148,85 @@ def main(argv=None):
                            seed=1)
         dx = client.persist(dx)
         wait(dx)
-        for prec in a.precision:
-            for k in a.k:
-                ker = np.random.default_rng(k).random((k, k))
-                # one call on the whole host array (a small call first: context, module load)
-                tc.correlate2d(x[:256, :256], ker, a.mode, method=method, precision=prec)
-                times = []
-                for _ in range(a.runs):
-                    t = time.perf_counter()
-                    ref = tc.correlate2d(x, ker, a.mode, method=method, precision=prec)
-                    times.append(time.perf_counter() - t)
-                    if _ < a.runs - 1:
-                        del ref
-                one = statistics.median(times)
-                mpix = a.size * a.size / one / 1e6
-                print(f"one call  k={k} {prec}: {times} s -> {mpix:.0f} Mpix/s", flush=True)
-                rows.append({"impl": method, "peer": "one_call", "gpus": 1 if a.device == "cuda"
-                             else 0, "image": [a.size, a.size], "kernel": [k, k],
-                             "precision": prec, "mode": a.mode, "timing": "end_to_end",
-                             "seconds": one, "runs": a.runs, "all_seconds": times,
-                             "throughput_mpix_s": mpix, "device": dev})
-                out = tcd.correlate2d(dx, ker, a.mode, method=method, precision=prec)
-                times, res = [], None
-                for r in range(a.runs):
-                    res = None
-                    # a fresh output name per run: the last run's chunks are never reused
-                    run_out = out.map_blocks(_same_block, name=f"tc-dask-{prec}-{k}-{r}",
-                                             dtype=out.dtype, meta=out._meta)
-                    t = time.perf_counter()
-                    res = client.persist(run_out)
-                    wait(res)
-                    times.append(time.perf_counter() - t)
-                sec = statistics.median(times)
-                # bit-for-bit: a SHA-1 per result chunk, on the workers, vs the one call's slices
-                import dask
+        for prec, k, bnd in [(p, k, b) for p in a.precision for k in a.k for b in a.boundary]:
+            ker = np.random.default_rng(k).random((k, k))
+            # one call on the whole host array (a small call first: context, module load)
+            tc.correlate2d(x[:256, :256], ker, a.mode, bnd, 0.5, method=method, precision=prec)
+            times = []
+            for _ in range(a.runs):
+                t = time.perf_counter()
+                ref = tc.correlate2d(x, ker, a.mode, bnd, 0.5, method=method,
+                                     precision=prec)
+                times.append(time.perf_counter() - t)
+                if _ < a.runs - 1:
+                    del ref
+            one = statistics.median(times)
+            mpix = a.size * a.size / one / 1e6
+            print(f"one call  k={k} {prec} {bnd}: {times} s -> {mpix:.0f} Mpix/s", flush=True)
+            rows.append({"impl": method, "peer": "one_call", "gpus": 1 if a.device == "cuda"
+                         else 0, "image": [a.size, a.size], "kernel": [k, k],
+                         "precision": prec, "mode": a.mode, "boundary": bnd,
+                         "timing": "end_to_end", "seconds": one, "runs": a.runs,
+                         "all_seconds": times,
+                         "throughput_mpix_s": mpix, "device": dev})
+            out = tcd.correlate2d(dx, ker, a.mode, bnd, 0.5, method=method,
+                                  precision=prec)
+            times, res = [], None
+            for r in range(a.runs):
+                res = None
+                # a fresh output name per run: the last run's chunks are never reused
+                run_out = out.map_blocks(_same_block, name=f"tc-dask-{prec}-{k}-{bnd}-{r}",
+                                         dtype=out.dtype, meta=out._meta)
+                t = time.perf_counter()
+                res = client.persist(run_out)
+                wait(res)
+                times.append(time.perf_counter() - t)
+            sec = statistics.median(times)
+            if a.overhead:
+                # the same halos and a fresh result per chunk, no correlation: what Dask's
+                # graph, halo concatenation and result allocation cost on their own
+                h = k // 2
+                ov = da.map_overlap(_interior_copy, dx, depth=h, boundary=0.5, trim=False,
+                                    dtype=np.float32, h=h, name=f"tc-overhead-{k}")
+                t = time.perf_counter()
+                ovp = client.persist(ov)
+                wait(ovp)
+                ov_s = time.perf_counter() - t
+                del ovp
+                print(f"dask halo + copy only (no correlation): {ov_s:.2f} s", flush=True)
+                rows.append({"impl": "dask_halo_and_copy_only", "peer": "overhead",
+                             "gpus": 0, "image": [a.size, a.size], "kernel": [k, k],
+                             "precision": prec, "threads_per_worker": a.threads, "chunk": [a.chunk, a.chunk],
+                             "timing": "end_to_end", "seconds": ov_s, "runs": 1,
+                             "throughput_mpix_s": a.size * a.size / ov_s / 1e6,
+                             "device": dev})
+            # bit-for-bit: a SHA-1 per result chunk, on the workers, vs the one call's slices
+            import dask
 
-                blocks = res.to_delayed()
-                hs = dask.compute(*[dask.delayed(sha)(b) for b in blocks.ravel()],
-                                  scheduler=client)
-                ends = [np.cumsum((0,) + c) for c in res.chunks]
-                want = [sha(ref[ends[0][i]:ends[0][i + 1], ends[1][j]:ends[1][j + 1]])
-                        for i in range(blocks.shape[0]) for j in range(blocks.shape[1])]
-                equal = list(hs) == want and tuple(res.shape) == ref.shape
-                del res, ref
-                mpix = a.size * a.size / sec / 1e6
-                print(f"dask      k={k} {prec}: {times} s -> {mpix:.0f} Mpix/s, "
-                      f"{sec and one / sec:.2f}x one call, equal={equal}", flush=True)
-                rows.append({"impl": method, "peer": "tensorconv.dask", "cluster": kind,
-                             "gpus": a.gpus if a.device == "cuda" else 0,
-                             "workers": a.gpus if a.device == "cuda" else 2,
-                             "threads_per_worker": a.threads, "chunk": [a.chunk, a.chunk],
-                             "image": [a.size, a.size], "kernel": [k, k], "precision": prec,
-                             "mode": a.mode, "timing": "end_to_end", "seconds": sec,
-                             "runs": a.runs, "all_seconds": times, "throughput_mpix_s": mpix,
-                             "ratio_to_one_call": one / sec, "equal": equal, "device": dev})
+            blocks = res.to_delayed()
+            hs = dask.compute(*[dask.delayed(sha)(b) for b in blocks.ravel()],
+                              scheduler=client)
+            ends = [np.cumsum((0,) + c) for c in res.chunks]
+            with ThreadPoolExecutor(os.cpu_count()) as ex:  # hashlib releases the GIL
+                want = list(ex.map(
+                    lambda ij: sha(ref[ends[0][ij[0]]:ends[0][ij[0] + 1],
+                                       ends[1][ij[1]]:ends[1][ij[1] + 1]]),
+                    [(i, j) for i in range(blocks.shape[0])
+                     for j in range(blocks.shape[1])]))
+            equal = list(hs) == want and tuple(res.shape) == ref.shape
+            del res, ref
+            mpix = a.size * a.size / sec / 1e6
+            print(f"dask      k={k} {prec} {bnd}: {times} s -> {mpix:.0f} Mpix/s, "
+                  f"{sec and one / sec:.2f}x one call, equal={equal}", flush=True)
+            rows.append({"impl": method, "peer": "tensorconv.dask", "cluster": kind,
+                         "gpus": a.gpus if a.device == "cuda" else 0,
+                         "workers": a.gpus if a.device == "cuda" else 2,
+                         "threads_per_worker": a.threads, "chunk": [a.chunk, a.chunk],
+                         "image": [a.size, a.size], "kernel": [k, k], "precision": prec,
+                         "mode": a.mode, "boundary": bnd, "timing": "end_to_end",
+                         "seconds": sec,
+                         "runs": a.runs, "all_seconds": times, "throughput_mpix_s": mpix,
+                         "ratio_to_one_call": one / sec, "equal": equal, "device": dev})
     doc = {"device": dev, "created": datetime.datetime.now(datetime.timezone.utc)
            .strftime("%Y-%m-%dT%H:%M:%SZ"), "tensorconv": tc.__version__,
            "versions": {"python": sys.version.split()[0], "numpy": np.__version__,
@@ -219,7 +252,8 @@ def plot(doc, path):
     keys = sorted({(r["kernel"][0], r["precision"]) for r in doc["rows"]})
     for k, p in keys:
         rs = [r for r in doc["rows"] if r["kernel"][0] == k and r["precision"] == p]
-        d = sorted((r["gpus"], r["throughput_mpix_s"]) for r in rs if r["peer"] != "one_call")
+        d = sorted((r["gpus"], r["throughput_mpix_s"]) for r in rs
+                   if r["peer"] not in ("one_call", "overhead"))
         one = [r["throughput_mpix_s"] for r in rs if r["peer"] == "one_call"]
         if d:
             ax.plot([g for g, _ in d], [v for _, v in d], "o-", label=f"dask k={k} {p}")

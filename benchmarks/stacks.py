@@ -213,6 +213,20 @@ def host_rows(size, ks, runs):
                      "extra_bytes": int(p.workspace_bytes)})
         print(f"  host e2e {p.method} k={k}: {e2e:.3f} ms = {e2e / copy_ms:.2f}x copy "
               f"(device call {kern:.3f} ms), MAPE {err:.2e} %", flush=True)
+        # results kept by the caller: each call's result is a new pinned block (mmap, pages
+        # faulted by the staging team, cudaHostRegister) until the pool's cap
+        kept = []
+        e2e_kept = wall_median(lambda: kept.append(p(img)), 10, warmup=0)
+        del kept
+        rows.append({"impl": p.method, **base, "kernel": [k, k], "timing": "end_to_end",
+                     "mode": "same", "median_ms": e2e_kept, "variant": "results_kept",
+                     "runs": 10})
+        pg = pageable_e2e(k)
+        rows.append({"impl": p.method, **base, "kernel": [k, k], "timing": "end_to_end",
+                     "mode": "same", "median_ms": pg, "variant": "pageable_result", "runs": 10,
+                     "ratio_to_copy": pg / copy_ms})
+        print(f"    results kept {e2e_kept:.3f} ms; pageable result (TENSORCONV_PINNED_MB=0) "
+              f"{pg:.3f} ms = {pg / copy_ms:.2f}x copy", flush=True)
         # the same plan on a float64 NumPy image: conversion to float32 on the host first
         img64 = img.astype(np.float64)
         e2e64 = wall_median(lambda: p(img64), max(5, runs // 4))
@@ -220,6 +234,28 @@ def host_rows(size, ks, runs):
                      "mode": "same", "median_ms": e2e64, "variant": "float64_input",
                      "runs": max(5, runs // 4)})
     return rows
+
+
+def pageable_e2e(k: int, size: int = 4096) -> float:
+    """End to end with the pinned pool off (TENSORCONV_PINNED_MB=0, read at the first use, so
+    in a fresh process): the result is np.empty, faulted in and unpacked by the staging team."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TENSORCONV_PINNED_MB="0")
+    r = subprocess.run([sys.executable, __file__, "--pageable-e2e", str(k), str(size)], env=env,
+                       capture_output=True, text=True, check=True)
+    return float(r.stdout.strip().splitlines()[-1])
+
+
+def _pageable_child(k: int, size: int):
+    import tensorconv as tc
+
+    rng = np.random.default_rng(2)
+    img = rng.random((size, size)).astype(np.float32)
+    p = tc.plan(rng.random((k, k)), img.shape, mode="same", precision="fp32", device="cuda")
+    print(wall_median(lambda: p(img), 10))
 
 
 def plot(meta, path):
@@ -234,6 +270,9 @@ def plot(meta, path):
     for r in stack:
         labels.append(f"{r['impl'].replace('peer:', '')} {r.get('variant', '')} {r['precision']}")
         vals.append(r["images_per_s"])
+    if not vals:  # a --host-only file
+        a.axis("off")
+        a.text(0.5, 0.5, "no stack rows (--host-only)", ha="center", va="center")
     a.bar(range(len(vals)), vals, color="tab:blue")
     a.set_xticks(range(len(vals)), labels, fontsize=7, rotation=35, ha="right")
     a.set_yscale("log")
@@ -257,7 +296,13 @@ def main(argv=None):
     ap.add_argument("--plot-only", metavar="JSON", help="redraw the PNG of a results file")
     ap.add_argument("--host-only", action="store_true",
                     help="only the host-array rows (~10 s), written as stacks_host_<device>")
+    ap.add_argument("--skip-host", action="store_true",
+                    help="stacks and batched launches only (the host rows: --host-only)")
+    ap.add_argument("--pageable-e2e", nargs=2, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.pageable_e2e:
+        _pageable_child(*args.pageable_e2e)
+        return
     if args.plot_only:
         plot(json.loads(Path(args.plot_only).read_text()), Path(args.plot_only).with_suffix(".png"))
         return
@@ -272,8 +317,9 @@ def main(argv=None):
     if not args.host_only:
         print("stacks:", flush=True)
         meta["rows"] += stack_rows(64, 2048, 15, ["fp16fp32", "fp32"], args.runs, args.quick)
-    print("host arrays:", flush=True)
-    meta["rows"] += host_rows(4096, [15, 55], args.runs)
+    if not args.skip_host:
+        print("host arrays:", flush=True)
+        meta["rows"] += host_rows(4096, [15, 55], args.runs)
     if not args.host_only:
         print("batched launches:", flush=True)
         meta["rows"] += batching_rows(args.runs)

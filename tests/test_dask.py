@@ -252,3 +252,25 @@ def test_gpu_cupy_and_host_chunks(method, precision):
             assert isinstance(dd, cp.ndarray)
             assert _same(cp.asnumpy(dd), cp.asnumpy(refd)), ("cupy", mode, bnd)
             assert _same(cp.asnumpy(refd), ref), ("cupy vs host one call", mode, bnd)
+
+
+@pytest.mark.gpu
+def test_gpu_kept_plans_follow_the_kernel():
+    """GPU plans kept between chunks (tensorconv.dask._IDLE) are keyed by the kernel's values:
+    another kernel of the same shape (or the same array changed in place) gets its own plan."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((600, 700)).astype(np.float32)
+    k = rng.standard_normal((7, 7))
+    with dask.config.set(scheduler="threads"):
+        for kk in (k, k * -1.5, k):
+            got = tcd.correlate2d(da.from_array(x, chunks=(200, 350)), kk, "same", "symm",
+                                  method="naive_shmem", precision="fp32").compute()
+            assert _same(got, tc.correlate2d(x, kk, "same", "symm", method="naive_shmem",
+                                             precision="fp32"))
+        k[3, 3] += 1.0  # in place: the key holds the bytes, not the array
+        got = tcd.correlate2d(da.from_array(x, chunks=(200, 350)), k, "same",
+                              method="naive_shmem", precision="fp32").compute()
+        assert _same(got, tc.correlate2d(x, k, "same", method="naive_shmem", precision="fp32"))
+    assert tcd._IDLE
+    tcd.clear_plans()
+    assert not tcd._IDLE

@@ -227,3 +227,59 @@ def test_gpu_host_calls_from_threads():
         got = list(ex.map(p, images * 3))
     for i, g in enumerate(got):
         np.testing.assert_array_equal(g, want[i % 8])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("mode", ["same", "full"])
+def test_gpu_device_gather_every_boundary(kind, boundary, mode):
+    """Device images padded by the gather kernel (device_pad.cu) in groups: a 2-D image, a
+    strided view, and a stack of several groups (fp16, 300 images of 130 KB padded: three
+    groups of <= 16 MB) equal the host path bit for bit (naive_shmem) and scipy."""
+    require_available("naive_shmem")
+    rng = np.random.default_rng(10)
+    kernel = rng.standard_normal((5, 4))
+    host = rng.standard_normal((300, 70, 61)).astype(np.float16)
+    stack, back = _device_arrays(kind, host)
+    p = tc.plan(kernel, (70, 61), mode=mode, boundary=boundary, fillvalue=0.75,
+                method="naive_shmem", precision="fp16fp32")
+    out = back(p(stack))
+    np.testing.assert_array_equal(out, p(host))
+    np.testing.assert_array_equal(back(p(stack[7])), out[7])
+    big = rng.standard_normal((90, 150)).astype(np.float32)
+    dbig, _ = _device_arrays(kind, big)
+    q = tc.plan(kernel, (90, 75), mode=mode, boundary=boundary, fillvalue=-2.0,
+                method="naive_shmem", precision="fp32")
+    view = dbig[:, ::2]  # a strided view: made contiguous in storage first
+    np.testing.assert_array_equal(back(q(view)), q(big[:, ::2]))
+    ref = scipy.signal.correlate2d(big[:, ::2].astype(np.float64), kernel, mode, boundary, -2.0)
+    assert relative_l2(back(q(view)), ref) <= rel_l2_bound("naive_shmem", "fp32")
+    ref16 = _scipy_stack(host[:3].astype(np.float64), kernel, mode, boundary, 0.75)
+    assert relative_l2(out[:3], ref16) <= rel_l2_bound("naive_shmem", "fp16fp32")
+
+
+@pytest.mark.gpu
+def test_gpu_host_results_pinned_and_kept():
+    """Host results come from the pinned pool (the card writes them directly): a result that
+    is kept is never reused for the next call, one that is dropped is; both stay right."""
+    require_available("naive_shmem")
+    from tensorconv import _core
+
+    rng = np.random.default_rng(11)
+    a, b = (rng.standard_normal((1200, 2048)).astype(np.float32) for _ in range(2))
+    p = tc.plan(rng.standard_normal((9, 9)), a.shape, mode="same", method="naive_shmem",
+                precision="fp32")
+    ra = p(a)
+    want_a = ra.copy()
+    assert _core.pinned_held_bytes() >= ra.nbytes
+    rb = p(b)
+    assert ra.ctypes.data != rb.ctypes.data
+    np.testing.assert_array_equal(ra, want_a)
+    ref_b = scipy.signal.correlate2d(b.astype(np.float64), p._k64, "same")
+    assert relative_l2(rb, ref_b) <= rel_l2_bound("naive_shmem", "fp32")
+    del ra
+    held = _core.pinned_held_bytes()
+    rc = p(a)  # a dropped result's block comes back from the pool: nothing new is pinned
+    assert _core.pinned_held_bytes() == held
+    np.testing.assert_array_equal(rc, want_a)

@@ -8,6 +8,9 @@
 #include "../cpu/fma_peak.hpp"
 #include "../cpu/nan_interp.hpp"
 #include "../cpu/simd_u8/simd_u8.hpp"
+#ifdef TC_WITH_CUDA
+#include "../cuda/pinned_pool.hpp"
+#endif
 
 namespace py = pybind11;
 using namespace tc;
@@ -229,9 +232,10 @@ PYBIND11_MODULE(_core, m) {
              const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& col_src,
              std::int64_t pad_top, std::int64_t pad_left, double fill, std::uintptr_t out_ptr,
              std::int64_t out_bstride, std::int64_t out_rows, std::int64_t out_cols,
-             std::int64_t out_stride, const std::string& dtype, std::uintptr_t stream) {
+             std::int64_t out_stride, const std::string& dtype, std::uintptr_t stream,
+             bool on_device) {
             HostGather g;
-            g.src = tensor(in_ptr, in_rows, in_cols, in_stride, dtype, false);
+            g.src = tensor(in_ptr, in_rows, in_cols, in_stride, dtype, on_device);
             g.src_batch_stride = in_bstride;
             if (row_src.ndim() != 1 || col_src.ndim() != 1 || row_src.shape(0) != p.in_rows() ||
                 col_src.shape(0) != p.in_cols())
@@ -242,16 +246,18 @@ PYBIND11_MODULE(_core, m) {
             g.pad_top = pad_top;
             g.pad_left = pad_left;
             g.fill = fill;
-            Tensor2D out = tensor(out_ptr, out_rows, out_cols, out_stride, dtype, false);
+            Tensor2D out = tensor(out_ptr, out_rows, out_cols, out_stride, dtype, on_device);
             py::gil_scoped_release release;
             p.execute_gather(g, out, out_bstride, batch, stream);
           },
-          "A host image or stack padded while it is staged to the device (CUDA plans).",
+          "An image or stack padded as it is staged (host arrays) or gathered on the device "
+          "(device arrays, on_device=True) for the method (CUDA plans).",
           py::arg("in_ptr"), py::arg("batch"), py::arg("in_bstride"), py::arg("in_rows"),
           py::arg("in_cols"), py::arg("in_stride"), py::arg("row_src"), py::arg("col_src"),
           py::arg("pad_top"), py::arg("pad_left"), py::arg("fill"), py::arg("out_ptr"),
           py::arg("out_bstride"), py::arg("out_rows"), py::arg("out_cols"),
-          py::arg("out_stride"), py::arg("dtype"), py::arg("stream") = 0);
+          py::arg("out_stride"), py::arg("dtype"), py::arg("stream") = 0,
+          py::arg("on_device") = false);
 
   m.def(
       "make_plan",
@@ -353,6 +359,40 @@ PYBIND11_MODULE(_core, m) {
         py::gil_scoped_release release;
         return nan_interp(a);
       });
+
+  // A NumPy result the card writes directly (CUDA plans' host calls, pinned_pool.hpp): a 1-D
+  // uint8 array of nbytes whose memory goes back to the pool when the array goes; None where
+  // the pool declines (over its cap, no CUDA): the caller then uses np.empty.
+  m.def("host_result", [](std::size_t nbytes) -> py::object {
+#ifdef TC_WITH_CUDA
+    void* p = nullptr;
+    {
+      py::gil_scoped_release release;
+      p = cuda::pinned_take(nbytes, true);
+    }
+    if (!p) return py::none();
+    py::capsule owner(p, [](void* q) { cuda::pinned_give(q); });
+    return py::array_t<std::uint8_t>({static_cast<py::ssize_t>(nbytes)}, {py::ssize_t{1}},
+                                     static_cast<std::uint8_t*>(p), owner);
+#else
+    (void)nbytes;
+    return py::none();
+#endif
+  });
+  m.def("pinned_held_bytes", []() -> std::size_t {
+#ifdef TC_WITH_CUDA
+    return cuda::pinned_held_bytes();
+#else
+    return 0;
+#endif
+  }, "Pinned host memory held by the pool (staging rings and results, free or in use).");
+  m.def("set_pinned_cap", [](std::size_t bytes) {
+#ifdef TC_WITH_CUDA
+    cuda::pinned_set_cap(bytes);
+#else
+    (void)bytes;
+#endif
+  }, "The pinned pool's cap for results (bytes; tensorconv sets it from TENSORCONV_PINNED_MB).");
 
   m.def("nan_mark", [](std::uintptr_t p, std::int64_t rows, std::int64_t cols, std::int64_t stride,
                        const std::string& dtype, std::uintptr_t invalid, std::uintptr_t idx,

@@ -271,8 +271,9 @@ void Plan::execute_gather(const HostGather& in, const Tensor2D& out,
                           std::uintptr_t stream) {
   if (batch < 1) throw ValueError("a stack needs at least one image, got batch=" +
                                   std::to_string(batch));
-  if (in.src.on_device || out.on_device)
-    throw ValueError("padding while staging takes host arrays only");
+  if (in.src.on_device != out.on_device)
+    throw ValueError("a padded gather takes a host image to a host result or a device image "
+                     "to a device result, not a mix");
   if (in.src.dtype == DType::c64 || in.src.dtype == DType::c128)
     throw ValueError("padding while staging takes real storage; pad complex data on the host");
   if (in.src.dtype != out.dtype || in.src.rows < 1 || in.src.cols < 1 || !in.row_src ||

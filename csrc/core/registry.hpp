@@ -42,7 +42,7 @@ struct PlanRequest {
 // the source, else row_src[r] (-1: the fill value); columns likewise through col_src. row_src
 // and col_src have one entry per padded row / column of the plan's image shape.
 struct HostGather {
-  Tensor2D src;  // image 0, unpadded, host memory, the plan's storage dtype
+  Tensor2D src;  // image 0, unpadded, the plan's storage dtype (host, or device: device_pad.cu)
   std::int64_t src_batch_stride = 0;
   const std::int64_t* row_src = nullptr;
   const std::int64_t* col_src = nullptr;
@@ -71,8 +71,9 @@ class Plan {
   // state shared; batch >= 1.
   void execute_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Tensor2D& out,
                      std::int64_t out_batch_stride, std::int64_t batch, std::uintptr_t stream);
-  // Host input padded while staged (HostGather), `batch` images; out is host memory. CUDA
-  // plans only (others: ValueError); the caller pads for them.
+  // Input padded while staged (HostGather), `batch` images: a host image to a host result,
+  // or (CUDA plans) a device image to a device result, padded by a gather kernel. CUDA plans
+  // only (others: ValueError); the caller pads for them.
   void execute_gather(const HostGather& in, const Tensor2D& out, std::int64_t out_batch_stride,
                       std::int64_t batch, std::uintptr_t stream);
 

@@ -1,5 +1,7 @@
+#include <cstring>
 #include <string>
 
+#include "../core/half.hpp"
 #include "common.cuh"
 
 namespace tc {
@@ -13,6 +15,22 @@ void throw_cuda(cudaError_t e, const char* what, const char* file, int line) {
   if (e == cudaErrorMemoryAllocation) throw OutOfMemory(msg);
   throw DeviceError(msg);
 }
+
+// The fill value as the storage's bit pattern (real storage).
+std::uint64_t fill_bits(double fill, DType d) {
+  std::uint64_t bits = 0;
+  if (d == DType::f16) {
+    const std::uint16_t h = float_to_half(static_cast<float>(fill));
+    std::memcpy(&bits, &h, 2);
+  } else if (d == DType::f32) {
+    const float f = static_cast<float>(fill);
+    std::memcpy(&bits, &f, 4);
+  } else if (d == DType::f64) {
+    std::memcpy(&bits, &fill, 8);
+  }  // complex storage is never padded by a gather (Plan::execute_gather refuses it)
+  return bits;
+}
+
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
@@ -116,6 +134,11 @@ void CudaPlan::run_gather(const HostGather& in, const Tensor2D& out,
                           std::int64_t out_batch_stride, std::int64_t batch,
                           std::uintptr_t stream_id) {
   DeviceScope scope(device_);
+  if (in.src.on_device) {
+    check_device_input(in.src);
+    device_gather(in, out, out_batch_stride, batch, reinterpret_cast<cudaStream_t>(stream_id));
+    return;
+  }
   host_pipeline(in, out, out_batch_stride, batch, reinterpret_cast<cudaStream_t>(stream_id));
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "../core/registry.hpp"
 
@@ -48,6 +49,9 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// The fill value as the storage's bit pattern (real storage: f16, f32, f64; 0 otherwise).
+std::uint64_t fill_bits(double fill, DType d);
+
 struct HostStager;  // host_pipeline.cu: pinned rings, streams and band plan of host arrays
 struct HostStagerDelete {
   void operator()(HostStager* s) const;  // host_pipeline.cu, where the type is complete
@@ -80,8 +84,15 @@ class CudaPlan : public Plan {
   // rings on copy streams so H2D, compute and D2H of consecutive chunks overlap.
   void host_pipeline(const HostGather& in, const Tensor2D& out, std::int64_t out_batch_stride,
                      std::int64_t batch, cudaStream_t caller);
+  // Device arrays padded by a gather kernel (device_pad.cu) into groups of padded images,
+  // each group then run as a stack: one pass over the input instead of fill + copy.
+  void device_gather(const HostGather& in, const Tensor2D& out, std::int64_t out_batch_stride,
+                     std::int64_t batch, cudaStream_t stream);
   int device_ = 0, sm_count_ = 0;
   std::unique_ptr<HostStager, HostStagerDelete> stager_;  // made at the first host call
+  DeviceBuffer pad_group_;    // device_gather's padded images (<= 16 MB or one image)
+  DeviceBuffer pad_index_;    // row_src then col_src, on the device
+  std::vector<std::int64_t> pad_index_host_;  // what pad_index_ holds
 };
 
 inline int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }

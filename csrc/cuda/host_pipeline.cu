@@ -1,19 +1,35 @@
 // Host arrays on a CUDA plan: the image (or each image of a stack, or row bands of a large one,
 // each band with its kh-1 halo rows) is a job; jobs go round a ring of kSlots pinned + device
 // buffers. The calling thread packs job j into pinned memory (padding applied as it copies, on
-// worker threads) while the card copies job j-1 in on one stream, computes on a second and
-// copies results out on a third; the host unpacks a slot's results into the caller's array when
-// the slot comes round again. Pageable memory never reaches the driver, whose own staging of
-// pageable copies is single-threaded and synchronous.
+// the staging team's threads) while the card copies job j-1 in on one stream, computes on a
+// second and copies results out on a third. A result in pinned memory (a NumPy array from
+// host_result(), the pinned pool's) is written by the card directly; any other result is
+// unpacked from the ring by the team when the slot comes round again, its pages faulted in by
+// the team first. Pageable memory never reaches the driver, whose own staging of pageable copies
+// is single-threaded and synchronous.
+//
+// Measured on the H100 host (16 cores, benchmarks/host_probe.cu, 64 MB): memcpy pageable ->
+// pinned 6.8 GB/s on one thread, 68 GB/s on 16; writing a fresh (never touched) 64 MB output
+// 1.6 GB/s on one thread (page faults and zeroing: 40 ms, 18 ms with huge pages), 18-25 GB/s on
+// 16; cudaHostAlloc of 64 MB 29 ms. The work-sharing pool of the CPU methods (parallel.hpp)
+// ran these copies on one thread (its stall guard), hence a team of our own.
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
-#include "../core/half.hpp"
-#include "../cpu/parallel.hpp"
 #include "common.cuh"
+#include "pinned_pool.hpp"
+#include "staging_team.hpp"
 
 namespace tc {
 namespace cuda {
@@ -22,34 +38,161 @@ namespace {
 
 constexpr int kSlots = 3;
 // Input bytes per band of a large image: small enough that filling and draining the pipeline
-// (one band in, one out) is a few % of a 64 MB image; large enough that each copy thread's
-// share of a job (one contiguous block of rows, ~1 MB) outlasts a worker's wake-up. With 4 MB
-// bands on 16 threads (16 KB of rows a chunk, ~40 us) the H100 host ran 4096² float32 at 11x the
-// pinned copy time, about what one thread copies: parallel_for runs calls inline for 200 ms
-// after the caller waited on a late worker longer than it worked itself.
+// (one band in, one out) is a few % of a 64 MB image; large enough that each of 16 threads'
+// pieces of a band (128 KB and more) outlasts claiming it.
 constexpr std::int64_t kBandBytes = std::int64_t{8} << 20;
-constexpr int kCopyThreads = 8;  // pageable <-> pinned memcpy (capped at the hardware threads)
+constexpr int kTeamMax = 16;  // staging threads (capped at the hardware threads)
 
+Team& team() {
+  static Team* t = [] {  // never destroyed: its detached threads use it until exit
+    const unsigned hw = std::thread::hardware_concurrency();
+    return new Team(std::max(1, std::min<int>(kTeamMax, hw ? static_cast<int>(hw) : 1)));
+  }();
+  return *t;
+}
+
+// Writes one byte of every 4 KB page of [p, p + bytes) on the team, so the pages are faulted in
+// (and zeroed) by 16 threads rather than by the one that first writes them.
+void touch_pages(char* p, std::size_t bytes) {
+  constexpr std::size_t kPiece = std::size_t{2} << 20;  // a huge page per piece
+  const auto pieces = static_cast<std::int64_t>((bytes + kPiece - 1) / kPiece);
+  team().run(pieces, [&](std::int64_t i) {
+    const std::size_t a = static_cast<std::size_t>(i) * kPiece;
+    const std::size_t b = std::min(bytes, a + kPiece);
+    for (std::size_t k = a; k < b; k += 4096) reinterpret_cast<volatile char*>(p)[k] = 0;
+  });
+}
+
+// ---- the pinned pool (pinned_pool.hpp) ----
+struct PinnedBlock {
+  char* p;
+  std::size_t bytes;
+  bool used;
+};
+// never destroyed: NumPy results may give blocks back during the interpreter's shutdown
+std::mutex& pool_mutex = *new std::mutex;
+std::vector<PinnedBlock>& pool_blocks = *new std::vector<PinnedBlock>;
+std::size_t pool_held = 0;
+
+std::atomic<std::size_t> pool_cap_bytes{std::size_t{2048} << 20};  // pinned_set_cap
+
+std::size_t pool_cap() { return pool_cap_bytes.load(); }
+
+void release_block(const PinnedBlock& b) noexcept {  // pool_mutex held
+  cudaHostUnregister(b.p);
+  cudaGetLastError();
+  munmap(b.p, b.bytes);
+  pool_held -= b.bytes;
+}
+
+// Huge pages faulted in by the team, then registered: ~5 ms for 64 MB where cudaHostAlloc took
+// 29 ms on the H100 host (it faults and pins the pages on one thread).
+char* new_pinned(std::size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw OutOfMemory("out of host memory: asked for " + std::to_string(bytes) +
+                      " bytes of pinned staging");
+  madvise(p, bytes, MADV_HUGEPAGE);
+  char* c = static_cast<char*>(p);
+  try {
+    touch_pages(c, bytes);
+  } catch (...) {
+    munmap(p, bytes);
+    throw;
+  }
+  const cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
+  if (e != cudaSuccess) {
+    munmap(p, bytes);
+    cudaGetLastError();
+    if (e == cudaErrorMemoryAllocation || e == cudaErrorHostMemoryAlreadyRegistered)
+      throw OutOfMemory("out of pinned host memory: asked for " + std::to_string(bytes) +
+                        " bytes");
+    throw_cuda(e, "cudaHostRegister", __FILE__, __LINE__);
+  }
+  return c;
+}
+
+}  // namespace
+
+void* pinned_take(std::size_t bytes, bool result) {
+  constexpr std::size_t kAlign = std::size_t{2} << 20;
+  const std::size_t want = std::max(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  {
+    std::lock_guard<std::mutex> lk(pool_mutex);
+    PinnedBlock* best = nullptr;  // the smallest free block that fits without doubling
+    for (auto& b : pool_blocks)
+      if (!b.used && b.bytes >= bytes && b.bytes < 2 * want && (!best || b.bytes < best->bytes))
+        best = &b;
+    if (best) {
+      best->used = true;
+      return best->p;
+    }
+    if (result) {
+      const std::size_t cap = pool_cap();
+      if (want > cap / 4) return nullptr;
+      // free blocks of other sizes make room (largest first)
+      while (pool_held + want > cap) {
+        auto it = pool_blocks.end();
+        for (auto i = pool_blocks.begin(); i != pool_blocks.end(); ++i)
+          if (!i->used && (it == pool_blocks.end() || i->bytes > it->bytes)) it = i;
+        if (it == pool_blocks.end()) return nullptr;
+        release_block(*it);
+        pool_blocks.erase(it);
+      }
+    }
+    pool_held += want;  // reserved while it is made outside the lock
+  }
+  char* p = nullptr;
+  try {
+    p = new_pinned(want);
+  } catch (...) {
+    std::lock_guard<std::mutex> lk(pool_mutex);
+    pool_held -= want;
+    if (result) return nullptr;  // pageable memory will do
+    throw;
+  }
+  std::lock_guard<std::mutex> lk(pool_mutex);
+  pool_blocks.push_back({p, want, true});
+  return p;
+}
+
+void pinned_give(void* p) noexcept {
+  std::lock_guard<std::mutex> lk(pool_mutex);
+  for (auto& b : pool_blocks)
+    if (b.p == p) b.used = false;
+}
+
+bool pinned_owns(const void* p, std::size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  std::lock_guard<std::mutex> lk(pool_mutex);
+  for (const auto& b : pool_blocks)
+    if (b.used && c >= b.p && c + bytes <= b.p + b.bytes) return true;
+  return false;
+}
+
+void pinned_set_cap(std::size_t bytes) { pool_cap_bytes.store(bytes); }
+
+std::size_t pinned_held_bytes() {
+  std::lock_guard<std::mutex> lk(pool_mutex);
+  return pool_held;
+}
+
+namespace {
+
+// A staging ring's buffer, from the pinned pool (kept there when the plan goes: the next plan
+// of a Dask worker's next chunk finds it).
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
-  ~PinnedBuffer() { if (ptr_) cudaFreeHost(ptr_); }
+  ~PinnedBuffer() { if (ptr_) pinned_give(ptr_); }
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   void ensure(std::size_t bytes) {
     if (bytes <= bytes_) return;
-    if (ptr_) cudaFreeHost(ptr_);
+    if (ptr_) pinned_give(ptr_);
     ptr_ = nullptr;
     bytes_ = 0;
-    cudaError_t e = cudaHostAlloc(&ptr_, bytes, cudaHostAllocDefault);
-    if (e != cudaSuccess) {
-      ptr_ = nullptr;
-      cudaGetLastError();
-      if (e == cudaErrorMemoryAllocation)
-        throw OutOfMemory("out of pinned host memory: asked for " + std::to_string(bytes) +
-                          " bytes of staging");
-      throw_cuda(e, "cudaHostAlloc", __FILE__, __LINE__);
-    }
+    ptr_ = pinned_take(bytes, false);
     bytes_ = bytes;
   }
   char* get() const { return static_cast<char*>(ptr_); }
@@ -58,22 +201,6 @@ class PinnedBuffer {
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
 };
-
-// The fill value as the storage's bit pattern (real storage).
-std::uint64_t fill_bits(double fill, DType d) {
-  std::uint64_t bits = 0;
-  if (d == DType::f16) {
-    const std::uint16_t h = float_to_half(static_cast<float>(fill));
-    std::memcpy(&bits, &h, 2);
-  } else if (d == DType::f32) {
-    const float f = static_cast<float>(fill);
-    std::memcpy(&bits, &f, 4);
-  } else if (d == DType::f64) {
-    std::memcpy(&bits, &fill, 8);
-  }  // complex storage is never padded here (Plan::execute_gather refuses it): no fill
-
-  return bits;
-}
 
 }  // namespace
 
@@ -156,10 +283,8 @@ void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
     st.dev_out[s].ensure(out_bytes);
   }
   const std::uint64_t fill = fill_bits(g.fill, dt);
-  const int threads = std::min(kCopyThreads, default_threads());
   const char* src0 = static_cast<const char*>(g.src.data);
-  // one block of rows per thread (a late worker's block is taken by the others)
-  const std::int64_t copy_chunk = (band_in + threads - 1) / threads;
+  const std::int64_t nthreads = team().size();
   // where job j reads and writes: image b, first output row o0 (the last band overlaps the
   // one before it rather than needing a plan of its own height)
   auto job = [&](std::int64_t j, std::int64_t& b, std::int64_t& o0) {
@@ -167,13 +292,22 @@ void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
     const std::int64_t i = j % nbands;
     o0 = i + 1 < nbands ? i * band_out : oh - band_out;
   };
+  // rows per piece: ~4 pieces per thread of a band, at least 64 KB each
+  auto piece_rows = [&](std::int64_t rows, std::int64_t row_bytes) {
+    const std::int64_t by_threads = (rows + 4 * nthreads - 1) / (4 * nthreads);
+    const std::int64_t by_bytes = ((std::int64_t{64} << 10) + row_bytes - 1) / row_bytes;
+    return std::max<std::int64_t>({1, by_threads, by_bytes});
+  };
+  const std::int64_t in_piece = piece_rows(band_in, iw_ * static_cast<std::int64_t>(es));
+  const std::int64_t out_piece = piece_rows(band_out, ow * static_cast<std::int64_t>(es));
 
   auto pack = [&](std::int64_t j, int slot) {
     std::int64_t b, o0;
     job(j, b, o0);
     const char* src = src0 + b * g.src_batch_stride * static_cast<std::int64_t>(es);
     char* dst0 = st.pin_in[slot].get();
-    parallel_chunks(band_in, threads, copy_chunk, [&](std::int64_t r0, std::int64_t r1) {
+    team().run((band_in + in_piece - 1) / in_piece, [&](std::int64_t p) {
+      const std::int64_t r0 = p * in_piece, r1 = std::min(band_in, r0 + in_piece);
       for (std::int64_t r = r0; r < r1; ++r) {
         const std::int64_t pr = o0 + r;  // padded row
         const std::int64_t inside = pr - g.pad_top;
@@ -201,20 +335,43 @@ void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
       }
     });
   };
+  auto out_row = [&](std::int64_t b, std::int64_t r) {
+    return static_cast<char*>(out.data) +
+           (b * out_batch_stride + r * out.row_stride) * static_cast<std::int64_t>(es);
+  };
   auto unpack = [&](std::int64_t j, int slot) {
     std::int64_t b, o0;
     job(j, b, o0);
-    char* dst0 = static_cast<char*>(out.data) +
-                 (b * out_batch_stride + o0 * out.row_stride) * static_cast<std::int64_t>(es);
     const char* from = st.pin_out[slot].get();
-    const std::int64_t chunk = (band_out + threads - 1) / threads;
-    parallel_chunks(band_out, threads, chunk, [&](std::int64_t r0, std::int64_t r1) {
+    team().run((band_out + out_piece - 1) / out_piece, [&](std::int64_t p) {
+      const std::int64_t r0 = p * out_piece, r1 = std::min(band_out, r0 + out_piece);
       for (std::int64_t r = r0; r < r1; ++r)
-        std::memcpy(dst0 + r * out.row_stride * static_cast<std::int64_t>(es),
-                    from + r * ow * static_cast<std::int64_t>(es),
+        std::memcpy(out_row(b, o0 + r), from + r * ow * static_cast<std::int64_t>(es),
                     static_cast<std::size_t>(ow) * es);
     });
   };
+  // A result in the pinned pool is written by the card; any other is unpacked from the ring.
+  const std::size_t out_span =
+      static_cast<std::size_t>((batch - 1) * out_batch_stride + (oh - 1) * out.row_stride + ow) *
+      es;
+  const bool direct = pinned_owns(out.data, out_span);
+  if (!direct) {
+    // Fault the result's pages in on the team first (a fresh NumPy array's pages fault at
+    // the first write: ~1.6 GB/s on one thread, ~20 GB/s on 16), touching only its rows.
+    const std::int64_t rows = batch * oh;
+    const std::int64_t per = std::max<std::int64_t>(
+        1, (std::int64_t{2} << 20) / std::max<std::int64_t>(1, out.row_stride * es));
+    team().run((rows + per - 1) / per, [&](std::int64_t p) {
+      for (std::int64_t k = p * per; k < std::min(rows, (p + 1) * per); ++k) {
+        auto* row = reinterpret_cast<volatile char*>(out_row(k / oh, k % oh));
+        const std::size_t n = static_cast<std::size_t>(ow) * es;
+        row[0] = 0;
+        for (std::size_t q = 4096 - reinterpret_cast<std::uintptr_t>(row) % 4096; q < n;
+             q += 4096)
+          row[q] = 0;
+      }
+    });
+  }
 
   try {
     // work the caller queued on its stream (this plan's workspace) comes first
@@ -222,18 +379,23 @@ void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
     TC_CUDA_CHECK(cudaStreamWaitEvent(st.comp, st.ev_caller, 0));
     for (std::int64_t j = 0; j < jobs + kSlots; ++j) {
       const int slot = static_cast<int>(j % kSlots);
-      if (j >= kSlots) {  // the slot's previous job: its results, then the slot is free
+      const bool reuse = j >= kSlots;  // the slot held job j - kSlots
+      if (reuse && !direct) {  // its results, then the slot is free
         TC_CUDA_CHECK(cudaEventSynchronize(st.ev_d2h[slot]));
         if (j - kSlots < jobs) unpack(j - kSlots, slot);
       }
       if (j >= jobs) continue;
-      // the slot's last D2H is done, so its H2D, compute and D2H before it are too: the
-      // buffers of the slot are free without device-side waits
+      // the slot's pinned input is free once its H2D is done; the device buffers are
+      // ordered on the streams (H2D after the compute that read dev_in, compute after the
+      // D2H that read dev_out)
+      if (reuse && direct) TC_CUDA_CHECK(cudaEventSynchronize(st.ev_h2d[slot]));
       pack(j, slot);
+      if (reuse) TC_CUDA_CHECK(cudaStreamWaitEvent(st.h2d, st.ev_comp[slot], 0));
       TC_CUDA_CHECK(cudaMemcpyAsync(st.dev_in[slot].get(), st.pin_in[slot].get(), in_bytes,
                                     cudaMemcpyHostToDevice, st.h2d));
       TC_CUDA_CHECK(cudaEventRecord(st.ev_h2d[slot], st.h2d));
       TC_CUDA_CHECK(cudaStreamWaitEvent(st.comp, st.ev_h2d[slot], 0));
+      if (reuse) TC_CUDA_CHECK(cudaStreamWaitEvent(st.comp, st.ev_d2h[slot], 0));
       Tensor2D din = out, dout = out;
       din.data = st.dev_in[slot].get();
       din.rows = band_in;
@@ -246,10 +408,19 @@ void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
       plan->run_device(din, dout, st.comp);
       TC_CUDA_CHECK(cudaEventRecord(st.ev_comp[slot], st.comp));
       TC_CUDA_CHECK(cudaStreamWaitEvent(st.d2h, st.ev_comp[slot], 0));
-      TC_CUDA_CHECK(cudaMemcpyAsync(st.pin_out[slot].get(), st.dev_out[slot].get(), out_bytes,
-                                    cudaMemcpyDeviceToHost, st.d2h));
+      if (direct) {
+        std::int64_t b, o0;
+        job(j, b, o0);
+        TC_CUDA_CHECK(cudaMemcpy2DAsync(out_row(b, o0), out.row_stride * es,
+                                        st.dev_out[slot].get(), ow * es, ow * es, band_out,
+                                        cudaMemcpyDeviceToHost, st.d2h));
+      } else {
+        TC_CUDA_CHECK(cudaMemcpyAsync(st.pin_out[slot].get(), st.dev_out[slot].get(),
+                                      out_bytes, cudaMemcpyDeviceToHost, st.d2h));
+      }
       TC_CUDA_CHECK(cudaEventRecord(st.ev_d2h[slot], st.d2h));
     }
+    if (direct) TC_CUDA_CHECK(cudaStreamSynchronize(st.d2h));
   } catch (...) {
     st.drain();  // no copy may still target the pinned buffers or the caller's arrays
     throw;

@@ -5,13 +5,15 @@ and the three boundaries are padding plus one valid call (im2tensor paper, secti
 from __future__ import annotations
 
 import functools
+import math
 import operator
+import os
 from typing import NamedTuple
 
 import numpy as np
 
 from . import _autotune, _bounds, _core, _cpu_cost, _plan_cache
-from ._arrays import NumpyBackend, backend_of, pad_sources
+from ._arrays import _NP_DTYPES, NumpyBackend, backend_of, pad_sources
 from ._factors import rank_factors
 from .methods import methods as _methods
 from .methods import takes_complex
@@ -231,6 +233,38 @@ def choose_method(precision: str, on_device: bool, macs: float = 0.0,
     return order[0]
 
 
+_PINNED_CAP_SET = False
+
+
+def _set_pinned_cap_once() -> None:
+    """TENSORCONV_PINNED_MB (read at the first host call on a CUDA plan): the most pinned memory,
+    in MB, the core's pool holds with results (default 2048; 0: results are never pinned)."""
+    global _PINNED_CAP_SET
+    _PINNED_CAP_SET = True
+    v = os.environ.get("TENSORCONV_PINNED_MB", "").strip()
+    if not v:
+        return
+    try:
+        mb = int(v)
+    except ValueError:
+        raise ValueError(f"TENSORCONV_PINNED_MB must be a whole number of MB, got {v!r}") from None
+    _core.set_pinned_cap(max(mb, 0) << 20)
+
+
+def _host_result(shape, storage: str) -> np.ndarray:
+    """The NumPy result of a host call on a CUDA plan: pinned memory from the core's pool when
+    it has some (the card copies into it directly; the memory goes back to the pool, not the
+    system, when the array goes), else np.empty (unpacked from pinned staging)."""
+    if not _PINNED_CAP_SET:
+        _set_pinned_cap_once()
+    dt = np.dtype(_NP_DTYPES[storage])
+    n = math.prod(shape) * dt.itemsize
+    buf = _core.host_result(n)
+    if buf is None:
+        return np.empty(shape, dt)
+    return buf[:n].view(dt).reshape(shape)
+
+
 def _pads(mode: str, kh: int, kw: int, convolve: bool):
     """Padding that turns a valid correlation into scipy's 'full' or 'same' output."""
     if mode == "valid":
@@ -370,9 +404,12 @@ class Plan:
         """One valid correlation of an image, or of every image of a (B, H, W) stack (any dtype;
         complex with `storage` complex) with one core plan."""
         storage = storage or self.storage
-        if not b.on_device and self._device == "cuda" and storage in ("float16", "float32",
-                                                                       "float64"):
-            return self._host_staged(b, plan, b.to_storage(image, storage), fill, storage)
+        if self._device == "cuda" and storage in ("float16", "float32", "float64"):
+            if not b.on_device:
+                return self._host_staged(b, plan, b.to_storage(image, storage), fill, storage)
+            if any(self.pads[0] + self.pads[1]):
+                return self._device_gathered(b, plan, b.to_storage(image, storage), fill,
+                                             storage)
         x = b.pad(b.to_storage(image, storage), self.pads, self.boundary, fill)
         if b.row_stride(x) != x.shape[-1]:
             x = b.to_storage(x, storage)
@@ -401,18 +438,34 @@ class Plan:
         if plan is self._plan and self._finite_fallback is not None and not (
                 b.all_finite(x) and np.isfinite(fill)):
             plan = self._finite_fallback
+        out = _host_result(tuple(x.shape[:-2]) + self.out_shape, storage)
+        self._gather(b, plan, x, out, fill, storage)
+        return out
+
+    def _device_gathered(self, b, plan, x, fill, storage):
+        """A device image or stack padded by one gather kernel into groups of padded images
+        (<= 16 MB, or one image), each run as a stack: no padded copy of the whole stack."""
+        out = b.empty(tuple(x.shape[:-2]) + self.out_shape, storage, like=x)
+        self._gather(b, plan, x, out, fill, storage)
+        # 'auto' chose a spectral method: an image holding NaN/inf runs again on a method that
+        # keeps them local (the test follows the launch: the device's work is queued first)
+        if plan is self._plan and self._finite_fallback is not None and not (
+                np.isfinite(fill) and b.all_finite(x)):
+            self._gather(b, self._finite_fallback, x, out, fill, storage)
+        return out
+
+    def _gather(self, b, plan, x, out, fill, storage):
         if self._sources is None:
             (t, bo), (l, r) = self.pads
             self._sources = (pad_sources(self.image_shape[0], t, bo, self.boundary),
                              pad_sources(self.image_shape[1], l, r, self.boundary))
-        out = b.empty(tuple(x.shape[:-2]) + self.out_shape, storage)
         batch = x.shape[0] if x.ndim == 3 else 1
         plan.run_gather(b.pointer(x), batch, b.batch_stride(x) if x.ndim == 3 else 0,
                         x.shape[-2], x.shape[-1], b.row_stride(x), *self._sources,
                         self.pads[0][0], self.pads[1][0], float(fill), b.pointer(out),
                         b.batch_stride(out) if out.ndim == 3 else 0, self.out_shape[0],
-                        self.out_shape[1], b.row_stride(out), storage)
-        return out
+                        self.out_shape[1], b.row_stride(out), storage, b.stream(x),
+                        b.on_device)
 
     def _fallback_real(self):
         if self._finite_fallback is not None:

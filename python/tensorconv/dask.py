@@ -16,6 +16,10 @@ Needs the optional extra: ``pip install "tensorconv[dask]"`` (dask[array], distr
 
 from __future__ import annotations
 
+import functools
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 try:
@@ -30,7 +34,7 @@ from ._api import _check_precision, _fill_for, _pads
 from ._arrays import boundary_indices
 from .methods import methods as _methods
 
-__all__ = ["convolve2d", "correlate2d", "exact_methods"]
+__all__ = ["clear_plans", "convolve2d", "correlate2d", "exact_methods"]
 
 # per-device fallback of 'auto' when the one-call choice is not translation-invariant
 _EXACT_DEFAULT = {"cpu": "direct", "cuda": "naive_shmem"}
@@ -120,13 +124,64 @@ def _pad_axis(a, axis: int, before: int, after: int, boundary: str, fill):
     return out.rechunk(tuple(chunks))
 
 
+# Idle GPU plans of this process (a Dask worker), by kernel, chunk shape, method, precision:
+# correlate2d makes a GPU plan per call, and freeing its device buffers (cudaFree) waits for the
+# whole device, so every chunk's plan would stall the chunks other threads have in flight. A
+# chunk checks a plan out (one thread per plan: its staging is not shared) and back in.
+_IDLE: OrderedDict = OrderedDict()
+_IDLE_LOCK = threading.Lock()
+_MAX_IDLE = 32  # plans kept in all (each holds ~3 x 2 chunk bands of device staging)
+
+
+def clear_plans() -> None:
+    """Forget the GPU plans this process keeps for its next chunks (their device memory)."""
+    with _IDLE_LOCK:
+        _IDLE.clear()
+
+
+def _gpu_valid(block, kernel, method, precision, convolve):
+    k = kernel.get() if _is_cupy(kernel) else np.asarray(kernel)
+    dev = None
+    if _is_cupy(block):
+        dev = block.device.id
+    key = (k.tobytes(), k.dtype.str, k.shape, tuple(block.shape[-2:]), method, precision,
+           bool(convolve), dev)
+    with _IDLE_LOCK:
+        idle = _IDLE.get(key)
+        p = idle.pop() if idle else None
+    if p is None:
+        p = _api.Plan(kernel, block.shape[-2:], mode="valid", method=method,
+                      precision=precision, convolve=convolve, device="cuda")
+    out = p(block)  # a (B, H, W) chunk is one batched call
+    with _IDLE_LOCK:
+        _IDLE.setdefault(key, []).append(p)
+        _IDLE.move_to_end(key)
+        n = sum(len(v) for v in _IDLE.values())
+        while n > _MAX_IDLE:  # the least recently used key's plans go first
+            oldest = next(iter(_IDLE))
+            _IDLE[oldest].pop()
+            if not _IDLE[oldest]:
+                del _IDLE[oldest]
+            n -= 1
+    return out
+
+
 def _valid_block(block, *, kernel, method, precision, convolve, out_dtype, cast):
     """One chunk (with its halo): its valid correlation; 2-D or a (B, H, W) stack."""
-    f = _api.convolve2d if convolve else _api.correlate2d
-    # a stack's chunk is one batched call (the kernel state prepared once for its images)
-    out = f(block, kernel, "valid", method=method, precision=precision,
-            batch=block.ndim == 3)
+    if _method_device(method) == "cuda":
+        out = _gpu_valid(block, kernel, method, precision, convolve)
+    else:
+        f = _api.convolve2d if convolve else _api.correlate2d
+        # a stack's chunk is one batched call (the kernel state prepared once for its images)
+        out = f(block, kernel, "valid", method=method, precision=precision,
+                batch=block.ndim == 3)
     return cast(out, out_dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _method_device(method: str):
+    row = {m.name: m for m in _methods()}.get(method)
+    return row.device if row else None
 
 
 def _cast(x, dtype):
