@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 #include <cstdlib>
+#include <exception>
 #include <vector>
 
 #include "cuda/filters/separable_boundary.hpp"
@@ -81,7 +82,7 @@ static std::vector<double> reference(const std::vector<double>& x, int h, int w,
 
 template <class T>
 static double run_case(int h, int w, int k0, int k1, int m0, int m1, double cval, unsigned seed,
-                       int pad_stride) {
+                       int pad_stride, int th = 0, bool plant_inf = false) {
   std::mt19937 g(seed);
   std::uniform_real_distribution<double> U(0.0, 1.0), S(-1.0, 1.0);
   const int is = w + pad_stride;
@@ -89,6 +90,7 @@ static double run_case(int h, int w, int k0, int k1, int m0, int m1, double cval
   for (auto& v : x) v = static_cast<double>(static_cast<T>(U(g)));
   for (auto& v : w0) v = static_cast<double>(static_cast<T>(S(g)));
   for (auto& v : w1) v = static_cast<double>(static_cast<T>(S(g)));
+  if (plant_inf) x[static_cast<size_t>(h / 2) * w + w / 3] = INFINITY;
   std::vector<T> xs(static_cast<size_t>(h) * is, T(0)), ws(k0 + k1), out(static_cast<size_t>(h) * w);
   for (int i = 0; i < h; ++i)
     for (int j = 0; j < w; ++j) xs[static_cast<size_t>(i) * is + j] = static_cast<T>(x[static_cast<size_t>(i) * w + j]);
@@ -105,6 +107,7 @@ static double run_case(int h, int w, int k0, int k1, int m0, int m1, double cval
   a.in = dx; a.rows = h; a.cols = w; a.in_stride = is; a.out = dout; a.out_stride = w;
   a.dtype = sizeof(T) == 4 ? DType::f32 : DType::f64;
   a.weights = dw; a.k0 = k0; a.k1 = k1; a.mode0 = m0; a.mode1 = m1; a.cval = cval;
+  a.tile_rows = th;
   separable_boundary(a);
   CK(cudaDeviceSynchronize());
   CK(cudaMemcpy(out.data(), dout, out.size() * sizeof(T), cudaMemcpyDeviceToHost));
@@ -115,7 +118,12 @@ static double run_case(int h, int w, int k0, int k1, int m0, int m1, double cval
   const double scale = std::max(1.0, std::fabs(cval)) * sw0 * sw1;
   double err = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    double e = std::fabs(static_cast<double>(out[i]) - ref[i]) / scale;
+    const double o = static_cast<double>(out[i]);
+    if (!std::isfinite(ref[i])) {  // same NaN / inf (and sign) as the reference
+      if (std::isnan(ref[i]) != std::isnan(o) || (!std::isnan(o) && o != ref[i])) err = 1e300;
+      continue;
+    }
+    double e = std::fabs(o - ref[i]) / scale;
     if (!(e <= 1e300)) e = 1e300;  // NaN
     err = std::max(err, e);
   }
@@ -165,6 +173,22 @@ int main(int argc, char** argv) {
           }
           ++seed;
         }
+  // forced tile heights and a planted inf (NaN/inf only where scipy has them)
+  for (int th : {16, 32, 64})
+    for (auto s : {Shape{67, 91}, Shape{130, 200}})
+      for (int k : {3, 11, 25}) {
+        const int m = (th + k) % 5;
+        double e32 = run_case<float>(s.h, s.w, k, k + 2, m, (m + 1) % 5, 0.5, seed, 0, th, true);
+        double e64 = run_case<double>(s.h, s.w, k, k + 2, m, (m + 1) % 5, 0.5, seed, 0, th, true);
+        ++cases;
+        ++seed;
+        worst32 = std::max(worst32, e32);
+        worst64 = std::max(worst64, e64);
+        if (e32 > 2e-6 || e64 > 1e-13) {
+          ++fails;
+          std::printf("FAIL th=%d %dx%d k=%d inf: err32 %.3g err64 %.3g\n", th, s.h, s.w, k, e32, e64);
+        }
+      }
   std::printf("correctness: %d cases, %d failures, worst rel err fp32 %.3g fp64 %.3g\n", cases,
               fails, worst32, worst64);
   std::printf("supported: f32 k=181 %d k=201 %d; f64 k=121 %d k=141 %d\n",
@@ -217,10 +241,20 @@ int main(int argc, char** argv) {
     a.in = dx; a.rows = n; a.cols = n; a.in_stride = n; a.out = dy; a.out_stride = n;
     a.dtype = DType::f32; a.weights = dw; a.k0 = a.k1 = 2 * r + 1; a.mode0 = a.mode1 = 0;
     const double ms = median_ms([&] { separable_boundary(a); });
+    double t[3];
+    for (int q = 0; q < 3; ++q) {
+      a.tile_rows = 16 << q;
+      try {
+        t[q] = median_ms([&] { separable_boundary(a); });
+      } catch (const std::exception&) {
+        t[q] = -1;  // does not fit shared memory
+      }
+    }
+    a.tile_rows = 0;
     a.mode0 = a.mode1 = 1;
     const double msc = median_ms([&] { separable_boundary(a); });
-    std::printf("r=%2d  reflect %.4f ms (%.0f GB/s)  constant %.4f ms\n", r, ms,
-                2.0 * bytes / ms / 1e6, msc);
+    std::printf("r=%2d  reflect %.4f ms (%.0f GB/s)  constant %.4f ms  th16 %.4f th32 %.4f th64 %.4f\n",
+                r, ms, 2.0 * bytes / ms / 1e6, msc, t[0], t[1], t[2]);
   }
   return fails ? 1 : 0;
 }

@@ -8,6 +8,7 @@
 #include "../cpu/fma_peak.hpp"
 #include "../cpu/nan_interp.hpp"
 #include "../cpu/simd_u8/simd_u8.hpp"
+#include "../cuda/filters/separable_boundary.hpp"
 
 namespace py = pybind11;
 using namespace tc;
@@ -353,6 +354,52 @@ PYBIND11_MODULE(_core, m) {
         py::gil_scoped_release release;
         return nan_interp(a);
       });
+
+  // tensorconv.filters.gaussian's one-launch separable filter with scipy.ndimage boundary modes
+  // (csrc/cuda/filters/separable_boundary.hpp); device arrays only, launched on `stream`.
+  m.def("separable_boundary_supported", [](std::int64_t rows, std::int64_t cols, int k0, int k1,
+                                           const std::string& dtype) {
+#ifdef TC_WITH_CUDA
+    return separable_boundary_supported(rows, cols, k0, k1, parse_dtype(dtype));
+#else
+    (void)rows; (void)cols; (void)k0; (void)k1; (void)dtype;
+    return false;
+#endif
+  });
+  m.def(
+      "separable_boundary",
+      [](std::uintptr_t in, std::int64_t rows, std::int64_t cols, std::int64_t in_stride,
+         std::uintptr_t out, std::int64_t out_stride, const std::string& dtype,
+         std::uintptr_t weights, int k0, int k1, int mode0, int mode1, double cval,
+         std::uintptr_t stream) {
+#ifdef TC_WITH_CUDA
+        SeparableBoundaryArgs a;
+        a.in = reinterpret_cast<const void*>(in);
+        a.rows = rows;
+        a.cols = cols;
+        a.in_stride = in_stride;
+        a.out = reinterpret_cast<void*>(out);
+        a.out_stride = out_stride;
+        a.dtype = parse_dtype(dtype);
+        a.weights = reinterpret_cast<const void*>(weights);
+        a.k0 = k0;
+        a.k1 = k1;
+        a.mode0 = mode0;
+        a.mode1 = mode1;
+        a.cval = cval;
+        a.stream = stream;
+        separable_boundary(a);  // a launch: the GIL stays held (microseconds)
+#else
+        (void)in; (void)rows; (void)cols; (void)in_stride; (void)out; (void)out_stride;
+        (void)dtype; (void)weights; (void)k0; (void)k1; (void)mode0; (void)mode1; (void)cval;
+        (void)stream;
+        throw ValueError("separable_boundary: device arrays need a CUDA build of tensorconv");
+#endif
+      },
+      py::arg("in_ptr"), py::arg("rows"), py::arg("cols"), py::arg("in_stride"),
+      py::arg("out_ptr"), py::arg("out_stride"), py::arg("dtype"), py::arg("weights_ptr"),
+      py::arg("k0"), py::arg("k1"), py::arg("mode0"), py::arg("mode1"), py::arg("cval"),
+      py::arg("stream") = 0);
 
   m.def("nan_mark", [](std::uintptr_t p, std::int64_t rows, std::int64_t cols, std::int64_t stride,
                        const std::string& dtype, std::uintptr_t invalid, std::uintptr_t idx,

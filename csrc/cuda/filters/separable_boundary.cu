@@ -19,6 +19,7 @@
 // caller takes the strips + `separable` path.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -64,144 +65,209 @@ __device__ __forceinline__ void cp_async_elem(double* s, const double* g) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(s));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(a), "l"(g) : "memory");
 }
+__device__ __forceinline__ void cp_async_16(void* s, const void* g) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(s));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g) : "memory");
+}
 
 __host__ __device__ constexpr int round_up(int a, int b) { return (a + b - 1) / b * b; }
 
-// Shared-memory plan of one block (element counts), the same on host and device.
+// Shared-memory plan of one block (element counts), the same on host and device. Two input
+// buffers: the next tile is staged while this one is filtered.
+template <class T>
 struct Layout {
-  int th, k0p, k1p;       // tile rows, padded tap counts
-  int in_rows, in_pitch;  // staged input: th + k0p - 1 rows (pad rows zero) x (kTW + k1 - 1)
+  static constexpr int VE = 16 / sizeof(T);  // elements per 16-byte copy
+  int th, k0p, k1p;
+  int shift;              // staged column c holds image column x0 - r1 - shift + c (16-B aligned)
+  int in_rows, in_pitch;  // th + k0p - 1 rows (pad rows zero) x 16-B multiple >= shift + kTW + k1 - 1
+  int in_size;            // one buffer (the output tile reuses the current one)
   int mid_pitch;          // axis-0 result: th rows, odd pitch >= kTW + k1p - 1 (pad cols zero)
-  int w_off, in_off, mid_off, total;
+  int in_off, mid_off, total;
   __host__ __device__ Layout(int th_, int k0, int k1, int c) {
     th = th_;
     k0p = round_up(k0, c);
     k1p = round_up(k1, c);
+    shift = (VE - (k1 / 2) % VE) % VE;
     in_rows = th + k0p - 1;
-    in_pitch = kTW + k1 - 1;
+    in_pitch = round_up(shift + kTW + k1 - 1, VE);
+    in_size = in_rows * in_pitch;
+    const int out_sz = th * (kTW + 1);
+    if (out_sz > in_size) in_size = out_sz;
+    in_size = round_up(in_size, VE);
     mid_pitch = (kTW + k1p - 1) | 1;  // odd: the axis-1 pass puts a warp's lanes on 32 rows
-    w_off = 0;
-    in_off = round_up(k0p + k1p, 4);
-    int in_sz = in_rows * in_pitch;
-    const int out_sz = th * (kTW + 1);  // the output tile reuses the input's space
-    if (out_sz > in_sz) in_sz = out_sz;
-    mid_off = in_off + round_up(in_sz, 4);
+    in_off = round_up(k0p + k1p, VE);
+    mid_off = in_off + 2 * in_size;
     total = mid_off + th * mid_pitch;
   }
 };
 
-template <class T, int C>
-__global__ void __launch_bounds__(kThreads)
-separable_boundary_kernel(const T* __restrict__ in, int h, int w, long long in_stride,
-                          T* __restrict__ out, long long out_stride,
-                          const T* __restrict__ w0g, const T* __restrict__ w1g, int k0, int k1,
-                          int mode0, int mode1, T cval, int th) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sm = reinterpret_cast<T*>(smem_raw);
-  const Layout L(th, k0, k1, C);
-  T* ws0 = sm + L.w_off;
-  T* ws1 = ws0 + L.k0p;
-  T* in_s = sm + L.in_off;
-  T* mid_s = sm + L.mid_off;
-  const int tid = threadIdx.x;
-  const int r0 = k0 / 2, r1 = k1 / 2;
-  const int x0 = blockIdx.x * kTW, y0 = blockIdx.y * th;
-  const int ncols = kTW + 2 * r1;  // staged columns (halo included)
+struct Params {
+  const void* in;
+  void* out;
+  const void* w0;
+  const void* w1;
+  long long in_stride, out_stride;
+  int h, w, k0, k1, mode0, mode1, th, lth, tiles_x, tiles;
+  double cval;
+  bool vec;  // 16-byte copies possible (aligned base and row stride)
+};
 
-  // 1. Stage the tile + halo (cp.async, boundary modes as index maps), weights, zero pads.
-  for (int i = tid; i < L.k0p; i += kThreads) ws0[i] = i < k0 ? w0g[i] : T(0);
-  for (int i = tid; i < L.k1p; i += kThreads) ws1[i] = i < k1 ? w1g[i] : T(0);
-  const int rows_data = th + 2 * r0;
-  const int lane = tid & 31, warp = tid >> 5;
+// Stage tile `tile` (rows th + 2 r0, columns kTW + 2 r1 from the image, boundary modes applied)
+// into buf with cp.async (one commit group), constant/pad values by plain stores.
+template <class T>
+__device__ __forceinline__ void stage(const Params& p, const Layout<T>& L, int tile, T* buf) {
+  constexpr int VE = Layout<T>::VE;
+  const T* in = static_cast<const T*>(p.in);
+  const int r0 = p.k0 / 2, r1 = p.k1 / 2;
+  const int ty = tile / p.tiles_x, tx = tile - ty * p.tiles_x;
+  const int y0 = ty * p.th, x0 = tx * kTW;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int rows_data = p.th + 2 * r0;
+  const int gs = x0 - r1 - L.shift;                      // image column of staged column 0
+  const int nvec = (L.shift + kTW + 2 * r1 + VE - 1) / VE;
+  const T cval = static_cast<T>(p.cval);
+  const bool interior = p.vec && y0 - r0 >= 0 && y0 + rows_data - r0 <= p.h && gs >= 0 &&
+                        gs + nvec * VE <= p.w;
   for (int i = warp; i < L.in_rows; i += kThreads / 32) {
-    T* srow = in_s + i * L.in_pitch;
+    T* srow = buf + i * L.in_pitch;
     if (i >= rows_data) {  // zero rows under the padded taps
-      for (int j = lane; j < ncols; j += 32) srow[j] = T(0);
+      for (int j = lane; j < L.in_pitch; j += 32) srow[j] = T(0);
       continue;
     }
-    const int gi = map_index(y0 - r0 + i, h, mode0);
+    if (interior) {
+      const T* grow = in + (y0 - r0 + i) * p.in_stride + gs;
+      for (int v = lane; v < nvec; v += 32) cp_async_16(srow + v * VE, grow + v * VE);
+      continue;
+    }
+    const int gi = map_index(y0 - r0 + i, p.h, p.mode0);
     if (gi < 0) {
-      for (int j = lane; j < ncols; j += 32) srow[j] = cval;
+      for (int j = lane; j < L.in_pitch; j += 32) srow[j] = cval;
       continue;
     }
-    const T* grow = in + gi * in_stride;
-    for (int j = lane; j < ncols; j += 32) {
-      const int gj = map_index(x0 - r1 + j, w, mode1);
+    const T* grow = in + gi * p.in_stride;
+    for (int j = L.shift + lane; j < L.shift + kTW + 2 * r1; j += 32) {
+      const int gj = map_index(gs + j, p.w, p.mode1);
       if (gj >= 0)
         cp_async_elem(srow + j, grow + gj);
       else
         srow[j] = cval;
     }
   }
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <class T, int C>
+__global__ void __launch_bounds__(kThreads)
+separable_boundary_kernel(const Params p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sm = reinterpret_cast<T*>(smem_raw);
+  const Layout<T> L(p.th, p.k0, p.k1, C);
+  T* ws0 = sm;
+  T* ws1 = ws0 + L.k0p;
+  T* mid_s = sm + L.mid_off;
+  T* out = static_cast<T*>(p.out);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int th = p.th, k0 = p.k0, k1 = p.k1, r1 = k1 / 2;
+  const int ncols = kTW + 2 * r1;  // staged columns (halo included)
+  const T cval = static_cast<T>(p.cval);
+
+  for (int i = tid; i < L.k0p; i += kThreads)
+    ws0[i] = i < k0 ? static_cast<const T*>(p.w0)[i] : T(0);
+  for (int i = tid; i < L.k1p; i += kThreads)
+    ws1[i] = i < k1 ? static_cast<const T*>(p.w1)[i] : T(0);
   for (int i = warp; i < th; i += kThreads / 32)  // zero columns under the padded axis-1 taps
     for (int j = ncols + lane; j < L.mid_pitch; j += 32) mid_s[i * L.mid_pitch + j] = T(0);
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
-  __syncthreads();
 
-  // 2. Axis 0: mid[i][j] = sum_t w0[t] in[i + t][j]; a thread takes kR rows of one column.
-  // In constant mode, columns outside the image are cval for the axis-1 pass (scipy).
+  int tile = blockIdx.x;
+  if (tile < p.tiles) stage<T>(p, L, tile, sm + L.in_off);
+  // Axis-0 work split, stepped without divisions: item = rb * ncols + j.
+  const int step_rb = kThreads / ncols, step_j = kThreads - step_rb * ncols;
+  const int rb0 = tid / ncols, j0 = tid - rb0 * ncols;
   const int nrb = th / kR;
-  for (int item = tid; item < nrb * ncols; item += kThreads) {
-    const int rb = item / ncols, j = item - rb * ncols;
-    T* mcol = mid_s + rb * kR * L.mid_pitch + j;
-    const int gj = x0 - r1 + j;
-    if (mode1 == 1 && (gj < 0 || gj >= w)) {
-#pragma unroll
-      for (int q = 0; q < kR; ++q) mcol[q * L.mid_pitch] = cval;
-      continue;
+  for (int k = 0; tile < p.tiles; ++k, tile += gridDim.x) {
+    T* in_s = sm + L.in_off + (k & 1) * L.in_size;
+    const int next = tile + gridDim.x;
+    if (next < p.tiles) {
+      stage<T>(p, L, next, sm + L.in_off + ((k + 1) & 1) * L.in_size);
+      asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    } else {
+      asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     }
-    const T* col = in_s + rb * kR * L.in_pitch + j;
-    T acc[kR];
-#pragma unroll
-    for (int q = 0; q < kR; ++q) acc[q] = T(0);
-    for (int c0 = 0; c0 < L.k0p; c0 += C) {
-      T wv[C], v[kR + C - 1];
-#pragma unroll
-      for (int t = 0; t < C; ++t) wv[t] = ws0[c0 + t];
-#pragma unroll
-      for (int t = 0; t < kR + C - 1; ++t) v[t] = col[(c0 + t) * L.in_pitch];
-#pragma unroll
-      for (int t = 0; t < C; ++t)
-#pragma unroll
-        for (int q = 0; q < kR; ++q) acc[q] = fma(wv[t], v[q + t], acc[q]);
-    }
-#pragma unroll
-    for (int q = 0; q < kR; ++q) mcol[q * L.mid_pitch] = acc[q];
-  }
-  __syncthreads();
+    __syncthreads();
+    const int ty = tile / p.tiles_x, tx = tile - ty * p.tiles_x;
+    const int y0 = ty * th, x0 = tx * kTW;
 
-  // 3. Axis 1: out[i][j] = sum_t w1[t] mid[i][j + t]; a thread takes kR columns of one row,
-  // a warp's lanes 32 rows (odd pitch: no bank conflicts). Result into the input's space.
-  T* out_s = in_s;
-  constexpr int kOP = kTW + 1;
-  constexpr int ncb = kTW / kR;
-  for (int item = tid; item < th * ncb; item += kThreads) {
-    const int cb = item / th, i = item - cb * th;
-    const T* row = mid_s + i * L.mid_pitch + cb * kR;
-    T acc[kR];
+    // Axis 0: mid[i][j] = sum_t w0[t] in[i + t][j]; a thread takes kR rows of one column.
+    // In constant mode, columns outside the image are cval for the axis-1 pass (scipy).
+    for (int rb = rb0, j = j0; rb < nrb;) {
+      T* mcol = mid_s + rb * kR * L.mid_pitch + j;
+      const int gj = x0 - r1 + j;
+      if (p.mode1 == 1 && (gj < 0 || gj >= p.w)) {
 #pragma unroll
-    for (int q = 0; q < kR; ++q) acc[q] = T(0);
-    for (int c0 = 0; c0 < L.k1p; c0 += C) {
-      T wv[C], v[kR + C - 1];
+        for (int q = 0; q < kR; ++q) mcol[q * L.mid_pitch] = cval;
+      } else {
+        const T* col = in_s + rb * kR * L.in_pitch + L.shift + j;
+        T acc[kR];
 #pragma unroll
-      for (int t = 0; t < C; ++t) wv[t] = ws1[c0 + t];
+        for (int q = 0; q < kR; ++q) acc[q] = T(0);
+        for (int c0 = 0; c0 < L.k0p; c0 += C) {
+          T wv[C], v[kR + C - 1];
 #pragma unroll
-      for (int t = 0; t < kR + C - 1; ++t) v[t] = row[c0 + t];
+          for (int t = 0; t < C; ++t) wv[t] = ws0[c0 + t];
 #pragma unroll
-      for (int t = 0; t < C; ++t)
+          for (int t = 0; t < kR + C - 1; ++t) v[t] = col[(c0 + t) * L.in_pitch];
 #pragma unroll
-        for (int q = 0; q < kR; ++q) acc[q] = fma(wv[t], v[q + t], acc[q]);
+          for (int t = 0; t < C; ++t)
+            if (c0 + t < k0)  // padded taps are skipped, not multiplied (0 * inf = NaN)
+#pragma unroll
+              for (int q = 0; q < kR; ++q) acc[q] = fma(wv[t], v[q + t], acc[q]);
+        }
+#pragma unroll
+        for (int q = 0; q < kR; ++q) mcol[q * L.mid_pitch] = acc[q];
+      }
+      j += step_j;
+      rb += step_rb;
+      if (j >= ncols) {
+        j -= ncols;
+        ++rb;
+      }
     }
-#pragma unroll
-    for (int q = 0; q < kR; ++q) out_s[i * kOP + cb * kR + q] = acc[q];
-  }
-  __syncthreads();
+    __syncthreads();
 
-  // 4. The tile, coalesced.
-  const int rows = min(th, h - y0), cols = min(kTW, w - x0);
-  for (int i = warp; i < rows; i += kThreads / 32) {
-    T* orow = out + (y0 + i) * out_stride + x0;
-    for (int j = lane; j < cols; j += 32) orow[j] = out_s[i * kOP + j];
+    // Axis 1: out[i][j] = sum_t w1[t] mid[i][j + t]; a thread takes kR columns of one row, a
+    // warp's lanes 32 rows (odd pitch: no bank conflicts). Result into this tile's input buffer.
+    T* out_s = in_s;
+    constexpr int kOP = kTW + 1;
+    for (int item = tid; item < th * (kTW / kR); item += kThreads) {
+      const int cb = item >> p.lth, i = item & (th - 1);
+      const T* row = mid_s + i * L.mid_pitch + cb * kR;
+      T acc[kR];
+#pragma unroll
+      for (int q = 0; q < kR; ++q) acc[q] = T(0);
+      for (int c0 = 0; c0 < L.k1p; c0 += C) {
+        T wv[C], v[kR + C - 1];
+#pragma unroll
+        for (int t = 0; t < C; ++t) wv[t] = ws1[c0 + t];
+#pragma unroll
+        for (int t = 0; t < kR + C - 1; ++t) v[t] = row[c0 + t];
+#pragma unroll
+        for (int t = 0; t < C; ++t)
+          if (c0 + t < k1)
+#pragma unroll
+            for (int q = 0; q < kR; ++q) acc[q] = fma(wv[t], v[q + t], acc[q]);
+      }
+#pragma unroll
+      for (int q = 0; q < kR; ++q) out_s[i * kOP + cb * kR + q] = acc[q];
+    }
+    __syncthreads();
+
+    // The tile, coalesced.
+    const int rows = min(th, p.h - y0), cols = min(kTW, p.w - x0);
+    for (int i = warp; i < rows; i += kThreads / 32) {
+      T* orow = out + (y0 + i) * p.out_stride + x0;
+      for (int j = lane; j < cols; j += 32) orow[j] = out_s[i * kOP + j];
+    }
+    __syncthreads();  // out_s is the buffer the next iteration's prefetch fills
   }
 }
 
@@ -209,44 +275,90 @@ separable_boundary_kernel(const T* __restrict__ in, int h, int w, long long in_s
 // never past the device's opt-in limit.
 constexpr int kPreferredSmem = 100 * 1024;
 
-int max_smem_optin() {
-  int dev = 0, v = 0;
+struct DeviceInfo {
+  int optin = 0, sms = 0;
+  bool attrs_set[4] = {false, false, false, false};  // per kernel instantiation
+};
+
+DeviceInfo& device_info() {
+  static DeviceInfo info[64];
+  int dev = 0;
   TC_CUDA_CHECK(cudaGetDevice(&dev));
-  static int cache[64] = {0};
-  if (dev >= 0 && dev < 64 && cache[dev]) return cache[dev];
-  TC_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (dev >= 0 && dev < 64) cache[dev] = v;
-  return v;
+  if (dev < 0 || dev >= 64) throw ValueError("separable_boundary: device ordinal out of range");
+  DeviceInfo& d = info[dev];
+  if (!d.optin) {
+    TC_CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev));
+    TC_CUDA_CHECK(cudaDeviceGetAttribute(&d.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  }
+  return d;
 }
 
 int chunk_for(int k0, int k1) { return (k0 <= 12 && k1 <= 12) ? 4 : 8; }
 
+template <class T>
+std::size_t smem_bytes(int th, int k0, int k1) {
+  return static_cast<std::size_t>(Layout<T>(th, k0, k1, chunk_for(k0, k1)).total) * sizeof(T);
+}
+
 // Tile rows for these kernel lengths, 0 when none fits.
-int choose_th(int k0, int k1, std::size_t es, int optin) {
-  const int c = chunk_for(k0, k1);
+template <class T>
+int choose_th(int k0, int k1, int optin) {
   int fit = 0;
   for (int th : {64, 32, 16}) {
-    const std::size_t bytes = static_cast<std::size_t>(Layout(th, k0, k1, c).total) * es;
+    const std::size_t bytes = smem_bytes<T>(th, k0, k1);
     if (bytes <= static_cast<std::size_t>(optin) && !fit) fit = th;
     if (bytes <= kPreferredSmem) return th;
   }
   return fit;
 }
 
+template <class T>
+int pick_th(const SeparableBoundaryArgs& a, int optin) {
+  const int t = a.tile_rows;
+  if (t == 0) return choose_th<T>(a.k0, a.k1, optin);
+  if ((t != 16 && t != 32 && t != 64) || smem_bytes<T>(t, a.k0, a.k1) > static_cast<std::size_t>(optin))
+    throw ValueError("separable_boundary: tile_rows must be 16, 32 or 64 and fit shared memory");
+  return t;
+}
+
 template <class T, int C>
-void launch(const SeparableBoundaryArgs& a, int th) {
-  const Layout L(th, a.k0, a.k1, C);
-  const std::size_t smem = static_cast<std::size_t>(L.total) * sizeof(T);
+void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev, int which) {
+  const std::size_t smem = smem_bytes<T>(th, a.k0, a.k1);
   auto kern = separable_boundary_kernel<T, C>;
-  if (smem > 48 * 1024)
+  if (!dev.attrs_set[which]) {
     TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem)));
-  const dim3 grid(ceil_div(a.cols, kTW), ceil_div(a.rows, th));
-  const T* wts = static_cast<const T*>(a.weights);
-  kern<<<grid, kThreads, smem, reinterpret_cast<cudaStream_t>(a.stream)>>>(
-      static_cast<const T*>(a.in), static_cast<int>(a.rows), static_cast<int>(a.cols),
-      a.in_stride, static_cast<T*>(a.out), a.out_stride, wts, wts + a.k0, a.k0, a.k1, a.mode0,
-      a.mode1, static_cast<T>(a.cval), th);
+                                       dev.optin));
+    TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared));
+    dev.attrs_set[which] = true;
+  }
+  Params p;
+  p.in = a.in;
+  p.out = a.out;
+  p.w0 = a.weights;
+  p.w1 = static_cast<const T*>(a.weights) + a.k0;
+  p.in_stride = a.in_stride;
+  p.out_stride = a.out_stride;
+  p.h = static_cast<int>(a.rows);
+  p.w = static_cast<int>(a.cols);
+  p.k0 = a.k0;
+  p.k1 = a.k1;
+  p.mode0 = a.mode0;
+  p.mode1 = a.mode1;
+  p.th = th;
+  p.lth = th == 64 ? 6 : th == 32 ? 5 : 4;
+  p.tiles_x = ceil_div(a.cols, kTW);
+  const std::int64_t tiles = static_cast<std::int64_t>(p.tiles_x) * ceil_div(a.rows, th);
+  p.tiles = static_cast<int>(tiles);
+  p.cval = a.cval;
+  constexpr int VE = Layout<T>::VE;
+  p.vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_stride % VE == 0;
+  // Persistent blocks: as many as fit at once (each stages its next tile while it filters).
+  int per_sm = 0;
+  TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem));
+  if (per_sm < 1) throw ValueError("separable_boundary: kernel does not fit the device");
+  const std::int64_t grid = std::min<std::int64_t>(tiles, static_cast<std::int64_t>(per_sm) * dev.sms);
+  kern<<<static_cast<unsigned>(grid), kThreads, smem, reinterpret_cast<cudaStream_t>(a.stream)>>>(p);
   TC_CUDA_LAUNCH_CHECK();
 }
 
@@ -260,8 +372,11 @@ bool separable_boundary_supported(std::int64_t rows, std::int64_t cols, int k0, 
   if (k0 < 1 || k1 < 1 || k0 % 2 == 0 || k1 % 2 == 0 || rows < 1 || cols < 1) return false;
   if (rows > 0x7fffffffLL - 64 || cols > 0x7fffffffLL - 64 || k0 > 4096 || k1 > 4096)
     return false;
-  const int th = choose_th(k0, k1, dtype == DType::f32 ? 4 : 8, max_smem_optin());
-  return th > 0 && (rows + th - 1) / th <= 65535;
+  if (rows * cols > 0x7fffffffLL * 32) return false;  // tile count fits an int
+  const int optin = device_info().optin;
+  const int th = dtype == DType::f32 ? choose_th<float>(k0, k1, optin)
+                                     : choose_th<double>(k0, k1, optin);
+  return th > 0;
 }
 
 void separable_boundary(const SeparableBoundaryArgs& a) {
@@ -274,13 +389,28 @@ void separable_boundary(const SeparableBoundaryArgs& a) {
                      "wrap)");
   if (a.in_stride < a.cols || a.out_stride < a.cols)
     throw ValueError("separable_boundary: row strides must be >= cols");
-  const bool f32 = a.dtype == DType::f32;
-  const int th = choose_th(a.k0, a.k1, f32 ? 4 : 8, max_smem_optin());
+  // The image's device runs the launch (the caller's current device comes back afterwards).
+  cudaPointerAttributes attr{};
+  TC_CUDA_CHECK(cudaPointerGetAttributes(&attr, a.in));
+  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
+    throw ValueError("separable_boundary: the image is not CUDA device memory");
+  int prev = 0;
+  TC_CUDA_CHECK(cudaGetDevice(&prev));
+  struct Restore {
+    int dev;
+    bool on;
+    ~Restore() { if (on) cudaSetDevice(dev); }
+  } restore{prev, attr.device != prev};
+  if (restore.on) TC_CUDA_CHECK(cudaSetDevice(attr.device));
+  DeviceInfo& dev = device_info();
   const int c = chunk_for(a.k0, a.k1);
-  if (f32)
-    c == 4 ? launch<float, 4>(a, th) : launch<float, 8>(a, th);
-  else
-    c == 4 ? launch<double, 4>(a, th) : launch<double, 8>(a, th);
+  if (a.dtype == DType::f32) {
+    const int th = pick_th<float>(a, dev.optin);
+    c == 4 ? launch<float, 4>(a, th, dev, 0) : launch<float, 8>(a, th, dev, 1);
+  } else {
+    const int th = pick_th<double>(a, dev.optin);
+    c == 4 ? launch<double, 4>(a, th, dev, 2) : launch<double, 8>(a, th, dev, 3);
+  }
 }
 
 }  // namespace tc

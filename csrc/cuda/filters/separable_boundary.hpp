@@ -25,6 +25,7 @@ struct SeparableBoundaryArgs {
   int mode0 = 0, mode1 = 0;  // NdMode per axis
   double cval = 0.0;
   std::uintptr_t stream = 0;
+  int tile_rows = 0;  // 0: chosen per kernel length; 16, 32 or 64 to force (tuning)
 };
 
 // Whether the fused kernel takes these kernel lengths and image (shared memory and grid limits
