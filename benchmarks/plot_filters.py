@@ -29,10 +29,36 @@ def plot(ax, pts, label, **kw):
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label, **kw)
 
 
+def gaussian_panel(ax, rows, dev):
+    plot(ax, series(rows, "gaussian", "filters.gaussian"), "filters.gaussian (auto: fused)")
+    plot(ax, series(rows, "gaussian", "filters.gaussian", variant="host time hidden"),
+         "filters.gaussian, host time hidden", ls=":")
+    plot(ax, series(rows, "gaussian", "filters.gaussian",
+                    variant="separable strips, host time hidden"),
+         "method='separable' (strips), host time hidden", ls="-.")
+    plot(ax, series(rows, "gaussian", "separable", variant="plan on a pre-padded image"),
+         "separable plan, pre-padded input", ls="--")
+    for impl, lab in (("peer:cupyx_gaussian_filter", "cupyx gaussian_filter"),
+                      ("peer:cudnn_separable", "cuDNN 2 x 1-D conv2d (+ pad)"),
+                      ("peer:kornia_gaussian_blur2d", "kornia gaussian_blur2d")):
+        plot(ax, series(rows, "gaussian", impl), lab)
+    ax.set(title=f"Gaussian 4096^2 fp32, sigma = r/2 ({dev})", xlabel="radius r", ylabel="ms",
+           yscale="log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def main(path):
     m = json.loads(Path(path).read_text())
     rows, dev = m["rows"], m["device"]
     stem = Path(path).with_suffix("")
+    if not any(r.get("bench") in ("fig5", "bilateral") for r in rows):  # a Gaussian-only run
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        gaussian_panel(ax, rows, dev)
+        fig.tight_layout()
+        fig.savefig(f"{stem}.png", dpi=110)
+        print(f"{stem}.png")
+        return
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, size in zip(axes, (4096, 128)):
         plot(ax, series(rows, "fig5", "bilateral_cuda", "fp32", size), "CUDA cores fp32")
@@ -45,18 +71,7 @@ def main(path):
     fig.savefig(f"{stem}_fig5.png", dpi=110)
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    ax = axes[0]
-    plot(ax, series(rows, "gaussian", "filters.gaussian"), "filters.gaussian (front end)")
-    plot(ax, series(rows, "gaussian", "separable", variant="plan on a pre-padded image"),
-         "separable plan, pre-padded input", ls="--")
-    for impl, lab in (("peer:cupyx_gaussian_filter", "cupyx gaussian_filter"),
-                      ("peer:cudnn_separable", "cuDNN 2 x 1-D conv2d (+ pad)"),
-                      ("peer:kornia_gaussian_blur2d", "kornia gaussian_blur2d")):
-        plot(ax, series(rows, "gaussian", impl), lab)
-    ax.set(title=f"Gaussian 4096^2 fp32, sigma = r/2 ({dev})", xlabel="radius r", ylabel="ms",
-           yscale="log")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    gaussian_panel(axes[0], rows, dev)
     ax = axes[1]
     plot(ax, series(rows, "bilateral", "filters.bilateral"), "filters.bilateral (front end)")
     plot(ax, series(rows, "fig5", "bilateral_cuda", "fp32", 4096), "bilateral_cuda plan",
