@@ -356,7 +356,8 @@ PYBIND11_MODULE(_core, m) {
       });
 
   // tensorconv.filters.gaussian's one-launch separable filter with scipy.ndimage boundary modes
-  // (csrc/cuda/filters/separable_boundary.hpp); device arrays only, launched on `stream`.
+  // (csrc/cuda/filters/separable_boundary.hpp); device arrays only, launched on `stream`; the
+  // weights are a host float64 array the caller keeps alive.
   m.def("separable_boundary_supported", [](std::int64_t rows, std::int64_t cols, int k0, int k1,
                                            const std::string& dtype) {
 #ifdef TC_WITH_CUDA
@@ -381,7 +382,7 @@ PYBIND11_MODULE(_core, m) {
         a.out = reinterpret_cast<void*>(out);
         a.out_stride = out_stride;
         a.dtype = parse_dtype(dtype);
-        a.weights = reinterpret_cast<const void*>(weights);
+        a.weights = reinterpret_cast<const double*>(weights);  // host float64, k0 + k1
         a.k0 = k0;
         a.k1 = k1;
         a.mode0 = mode0;

@@ -15,8 +15,8 @@
 // feeds ~R*C/(R+C) FMAs. float32 sums in fp32, float64 in fp64.
 //
 // Large radii: the block's tile rows shrink (64 -> 32 -> 16) to fit shared memory; beyond what
-// 16 rows fit (float32 r ~ 90, float64 r ~ 60), separable_boundary_supported() says no and the
-// caller takes the strips + `separable` path.
+// 16 rows fit (float32 r ~ 55, float64 r ~ 40: two staged tiles) or 384 weights, the function
+// separable_boundary_supported() says no and the caller takes the strips + `separable` path.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -95,17 +95,21 @@ struct Layout {
     if (out_sz > in_size) in_size = out_sz;
     in_size = round_up(in_size, VE);
     mid_pitch = (kTW + k1p - 1) | 1;  // odd: the axis-1 pass puts a warp's lanes on 32 rows
-    in_off = round_up(k0p + k1p, VE);
+    in_off = 0;
     mid_off = in_off + 2 * in_size;
     total = mid_off + th * mid_pitch;
   }
 };
 
+// Weights travel in the launch's parameters (constant bank: warp-uniform operands, no shared
+// memory traffic): w0 at [0, k0), w1 at [k0p, k0p + k1).
+constexpr int kMaxW = 384;
+
+template <class T>
 struct Params {
   const void* in;
   void* out;
-  const void* w0;
-  const void* w1;
+  T wt[kMaxW];
   long long in_stride, out_stride;
   int h, w, k0, k1, mode0, mode1, th, lth, tiles_x, tiles;
   double cval;
@@ -115,7 +119,7 @@ struct Params {
 // Stage tile `tile` (rows th + 2 r0, columns kTW + 2 r1 from the image, boundary modes applied)
 // into buf with cp.async (one commit group), constant/pad values by plain stores.
 template <class T>
-__device__ __forceinline__ void stage(const Params& p, const Layout<T>& L, int tile, T* buf) {
+__device__ __forceinline__ void stage(const Params<T>& p, const Layout<T>& L, int tile, T* buf) {
   constexpr int VE = Layout<T>::VE;
   const T* in = static_cast<const T*>(p.in);
   const int r0 = p.k0 / 2, r1 = p.k1 / 2;
@@ -158,12 +162,12 @@ __device__ __forceinline__ void stage(const Params& p, const Layout<T>& L, int t
 
 template <class T, int C>
 __global__ void __launch_bounds__(kThreads)
-separable_boundary_kernel(const Params p) {
+separable_boundary_kernel(const __grid_constant__ Params<T> p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
   const Layout<T> L(p.th, p.k0, p.k1, C);
-  T* ws0 = sm;
-  T* ws1 = ws0 + L.k0p;
+  const T* ws0 = p.wt;
+  const T* ws1 = p.wt + L.k0p;
   T* mid_s = sm + L.mid_off;
   T* out = static_cast<T*>(p.out);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -171,10 +175,6 @@ separable_boundary_kernel(const Params p) {
   const int ncols = kTW + 2 * r1;  // staged columns (halo included)
   const T cval = static_cast<T>(p.cval);
 
-  for (int i = tid; i < L.k0p; i += kThreads)
-    ws0[i] = i < k0 ? static_cast<const T*>(p.w0)[i] : T(0);
-  for (int i = tid; i < L.k1p; i += kThreads)
-    ws1[i] = i < k1 ? static_cast<const T*>(p.w1)[i] : T(0);
   for (int i = warp; i < th; i += kThreads / 32)  // zero columns under the padded axis-1 taps
     for (int j = ncols + lane; j < L.mid_pitch; j += 32) mid_s[i * L.mid_pitch + j] = T(0);
 
@@ -210,17 +210,20 @@ separable_boundary_kernel(const Params p) {
         T acc[kR];
 #pragma unroll
         for (int q = 0; q < kR; ++q) acc[q] = T(0);
+        // a window of kR + C - 1 inputs slides down the column, C new ones per chunk
+        T v[kR + C - 1];
+#pragma unroll
+        for (int t = 0; t < kR - 1; ++t) v[t] = col[t * L.in_pitch];
         for (int c0 = 0; c0 < L.k0p; c0 += C) {
-          T wv[C], v[kR + C - 1];
 #pragma unroll
-          for (int t = 0; t < C; ++t) wv[t] = ws0[c0 + t];
-#pragma unroll
-          for (int t = 0; t < kR + C - 1; ++t) v[t] = col[(c0 + t) * L.in_pitch];
+          for (int t = 0; t < C; ++t) v[kR - 1 + t] = col[(c0 + kR - 1 + t) * L.in_pitch];
 #pragma unroll
           for (int t = 0; t < C; ++t)
             if (c0 + t < k0)  // padded taps are skipped, not multiplied (0 * inf = NaN)
 #pragma unroll
-              for (int q = 0; q < kR; ++q) acc[q] = fma(wv[t], v[q + t], acc[q]);
+              for (int q = 0; q < kR; ++q) acc[q] = fma(ws0[c0 + t], v[q + t], acc[q]);
+#pragma unroll
+          for (int t = 0; t < kR - 1; ++t) v[t] = v[t + C];
         }
 #pragma unroll
         for (int q = 0; q < kR; ++q) mcol[q * L.mid_pitch] = acc[q];
@@ -244,17 +247,19 @@ separable_boundary_kernel(const Params p) {
       T acc[kR];
 #pragma unroll
       for (int q = 0; q < kR; ++q) acc[q] = T(0);
+      T v[kR + C - 1];
+#pragma unroll
+      for (int t = 0; t < kR - 1; ++t) v[t] = row[t];
       for (int c0 = 0; c0 < L.k1p; c0 += C) {
-        T wv[C], v[kR + C - 1];
 #pragma unroll
-        for (int t = 0; t < C; ++t) wv[t] = ws1[c0 + t];
-#pragma unroll
-        for (int t = 0; t < kR + C - 1; ++t) v[t] = row[c0 + t];
+        for (int t = 0; t < C; ++t) v[kR - 1 + t] = row[c0 + kR - 1 + t];
 #pragma unroll
         for (int t = 0; t < C; ++t)
           if (c0 + t < k1)
 #pragma unroll
-            for (int q = 0; q < kR; ++q) acc[q] = fma(wv[t], v[q + t], acc[q]);
+            for (int q = 0; q < kR; ++q) acc[q] = fma(ws1[c0 + t], v[q + t], acc[q]);
+#pragma unroll
+        for (int t = 0; t < kR - 1; ++t) v[t] = v[t + C];
       }
 #pragma unroll
       for (int q = 0; q < kR; ++q) out_s[i * kOP + cb * kR + q] = acc[q];
@@ -271,9 +276,10 @@ separable_boundary_kernel(const Params p) {
   }
 }
 
-// Shared memory per block: at most this much when a larger tile is possible (occupancy), and
-// never past the device's opt-in limit.
-constexpr int kPreferredSmem = 100 * 1024;
+// Tile rows: the tallest tile (least halo re-read) of which 4 blocks fit an SM (228 KB of shared
+// memory: latency hiding), else 2, else 1; 16 rows only below 4 blocks (a 16-row tile leaves
+// half of the threads idle in the axis-1 pass).
+constexpr int kSmemPerSm = 228 * 1024, kSmemReservedPerBlock = 1024;
 
 struct DeviceInfo {
   int optin = 0, sms = 0;
@@ -303,13 +309,15 @@ std::size_t smem_bytes(int th, int k0, int k1) {
 // Tile rows for these kernel lengths, 0 when none fits.
 template <class T>
 int choose_th(int k0, int k1, int optin) {
-  int fit = 0;
-  for (int th : {64, 32, 16}) {
-    const std::size_t bytes = smem_bytes<T>(th, k0, k1);
-    if (bytes <= static_cast<std::size_t>(optin) && !fit) fit = th;
-    if (bytes <= kPreferredSmem) return th;
-  }
-  return fit;
+  for (int blocks : {4, 2, 1})
+    for (int th : {64, 32, 16}) {
+      if (th == 16 && blocks == 4) continue;
+      const std::size_t bytes = smem_bytes<T>(th, k0, k1);
+      if (bytes <= static_cast<std::size_t>(optin) &&
+          blocks * (bytes + kSmemReservedPerBlock) <= static_cast<std::size_t>(kSmemPerSm))
+        return th;
+    }
+  return 0;
 }
 
 template <class T>
@@ -332,11 +340,13 @@ void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev, int which) 
                                        cudaSharedmemCarveoutMaxShared));
     dev.attrs_set[which] = true;
   }
-  Params p;
+  Params<T> p;
   p.in = a.in;
   p.out = a.out;
-  p.w0 = a.weights;
-  p.w1 = static_cast<const T*>(a.weights) + a.k0;
+  const int k0p = round_up(a.k0, C);
+  for (int i = 0; i < kMaxW; ++i) p.wt[i] = T(0);
+  for (int i = 0; i < a.k0; ++i) p.wt[i] = static_cast<T>(a.weights[i]);
+  for (int i = 0; i < a.k1; ++i) p.wt[k0p + i] = static_cast<T>(a.weights[a.k0 + i]);
   p.in_stride = a.in_stride;
   p.out_stride = a.out_stride;
   p.h = static_cast<int>(a.rows);
@@ -373,6 +383,8 @@ bool separable_boundary_supported(std::int64_t rows, std::int64_t cols, int k0, 
   if (rows > 0x7fffffffLL - 64 || cols > 0x7fffffffLL - 64 || k0 > 4096 || k1 > 4096)
     return false;
   if (rows * cols > 0x7fffffffLL * 32) return false;  // tile count fits an int
+  const int c = chunk_for(k0, k1);
+  if (round_up(k0, c) + round_up(k1, c) > kMaxW) return false;  // weights in the parameters
   const int optin = device_info().optin;
   const int th = dtype == DType::f32 ? choose_th<float>(k0, k1, optin)
                                      : choose_th<double>(k0, k1, optin);

@@ -18,9 +18,9 @@ struct SeparableBoundaryArgs {
   void* out = nullptr;       // device, rows x cols
   std::int64_t out_stride = 0;
   DType dtype = DType::f32;  // f32 (fp32 sums) or f64
-  // Device weights in the storage dtype: w0 (k0 taps, axis 0, rows) then w1 (k1 taps, axis 1),
-  // correlation order, both lengths odd (the centre tap is the output pixel).
-  const void* weights = nullptr;
+  // Host float64 weights: w0 (k0 taps, axis 0, rows) then w1 (k1 taps, axis 1), correlation
+  // order, both lengths odd (the centre tap is the output pixel); copied into the launch.
+  const double* weights = nullptr;
   int k0 = 1, k1 = 1;
   int mode0 = 0, mode1 = 0;  // NdMode per axis
   double cval = 0.0;

@@ -8,7 +8,8 @@ differentiation; the 2-D correlation kernel is the outer product of the two axes
 kernels. Boundaries are scipy.ndimage's modes, done by padding on the array's own device.
 
 `separable_boundary` (method 'auto' on a CUDA array in fp32/fp64): one read and one write of the
-image, nothing padded, the weights cached on the device; a repeated call is one launch.
+image, nothing padded, the weights in the launch's parameters; a repeated call with the same
+arguments is one launch (its set-up is cached per arguments).
 
 Registry methods: the image is not padded as a whole (that would be one more pass over it): the interior (all
 pixels at least one radius from the edge) is one valid correlation of the image itself, written
@@ -218,25 +219,22 @@ def _check_modes(mode):
 
 
 class _Fused:
-    """One `separable_boundary` set-up: weights (w0 | w1) in the storage dtype, kept per device."""
+    """One `separable_boundary` set-up: the weights (w0 | w1, float64 on the host: the launch
+    carries them in its parameters), kernel lengths, modes."""
 
     def __init__(self, w0, w1, shape, modes, cval, storage):
         self.shape, self.storage, self.cval = shape, storage, cval
         self.k0, self.k1 = len(w0), len(w1)
         self.m0, self.m1 = _KMODE[modes[0]], _KMODE[modes[1]]
-        self.wts = np.concatenate([w0, w1]).astype(_NP[storage])
-        self._dev = {}
+        self.wts = np.ascontiguousarray(np.concatenate([w0, w1]), dtype=np.float64)
+        self.wptr = self.wts.ctypes.data
 
     def __call__(self, b, image):
         x = b.to_storage(image, self.storage)  # no copy when already contiguous in that dtype
-        dev = x.device if b.name == "torch" else x.device.id
-        wd = self._dev.get(dev)
-        if wd is None:
-            wd = self._dev[dev] = to_device(b, x, self.wts)
         h, w = self.shape
         out = b.empty(self.shape, self.storage, like=x)
         _core.separable_boundary(b.pointer(x), h, w, b.row_stride(x), b.pointer(out), w,
-                                 self.storage, b.pointer(wd), self.k0, self.k1, self.m0, self.m1,
+                                 self.storage, self.wptr, self.k0, self.k1, self.m0, self.m1,
                                  self.cval, b.stream(x))
         return out
 
