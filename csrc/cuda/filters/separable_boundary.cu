@@ -10,12 +10,13 @@
 // columns, so the halo columns are filtered like the others. Tiny images repeat the reflection
 // (period 2n for reflect, 2n - 2 for mirror), as scipy's line extension does.
 //
-// Arithmetic: taps in chunks of C (zero-padded weights), each thread R outputs of a column (axis
-// 0) or of a row (axis 1) with the R + C - 1 inputs it needs in registers, so a shared-memory load
-// feeds ~R*C/(R+C) FMAs. float32 sums in fp32, float64 in fp64.
+// Arithmetic: each thread R outputs of a column (axis 0) or of a row (axis 1) by the register
+// sliding window of sliding.cuh (one shared load per tap for R FMAs; taps past the kernel are
+// never multiplied, so NaN/inf reach exactly scipy's outputs); the weights ride in the launch
+// parameters (constant bank). float32 sums in fp32, float64 in fp64.
 //
 // Large radii: the block's tile rows shrink (64 -> 32 -> 16) to fit shared memory; beyond what
-// 16 rows fit (float32 r ~ 55, float64 r ~ 40: two staged tiles) or 384 weights, the function
+// 16 rows fit (float32 r ~ 60, float64 r ~ 31: two staged tiles) or 384 weights, the function
 // separable_boundary_supported() says no and the caller takes the strips + `separable` path.
 #include <cuda_runtime.h>
 
@@ -24,6 +25,8 @@
 #include <string>
 
 #include "../common.cuh"
+#include "../precision.cuh"
+#include "../sliding.cuh"
 #include "separable_boundary.hpp"
 
 namespace tc {
@@ -77,32 +80,26 @@ __host__ __device__ constexpr int round_up(int a, int b) { return (a + b - 1) / 
 template <class T>
 struct Layout {
   static constexpr int VE = 16 / sizeof(T);  // elements per 16-byte copy
-  int th, k0p, k1p;
   int shift;              // staged column c holds image column x0 - r1 - shift + c (16-B aligned)
-  int in_rows, in_pitch;  // th + k0p - 1 rows (pad rows zero) x 16-B multiple >= shift + kTW + k1 - 1
+  int in_pitch;           // th + k0 - 1 rows x (16-B multiple >= shift + kTW + k1 - 1)
   int in_size;            // one buffer (the output tile reuses the current one)
-  int mid_pitch;          // axis-0 result: th rows, odd pitch >= kTW + k1p - 1 (pad cols zero)
-  int in_off, mid_off, total;
-  __host__ __device__ Layout(int th_, int k0, int k1, int c) {
-    th = th_;
-    k0p = round_up(k0, c);
-    k1p = round_up(k1, c);
+  int mid_pitch;          // axis-0 result: th rows, odd pitch >= kTW + k1 - 1
+  int mid_off, total;
+  __host__ __device__ Layout(int th, int k0, int k1) {
     shift = (VE - (k1 / 2) % VE) % VE;
-    in_rows = th + k0p - 1;
     in_pitch = round_up(shift + kTW + k1 - 1, VE);
-    in_size = in_rows * in_pitch;
+    in_size = (th + k0 - 1) * in_pitch;
     const int out_sz = th * (kTW + 1);
     if (out_sz > in_size) in_size = out_sz;
     in_size = round_up(in_size, VE);
-    mid_pitch = (kTW + k1p - 1) | 1;  // odd: the axis-1 pass puts a warp's lanes on 32 rows
-    in_off = 0;
-    mid_off = in_off + 2 * in_size;
+    mid_pitch = (kTW + k1 - 1) | 1;  // odd: the axis-1 pass puts a warp's lanes on 32 rows
+    mid_off = 2 * in_size;
     total = mid_off + th * mid_pitch;
   }
 };
 
 // Weights travel in the launch's parameters (constant bank: warp-uniform operands, no shared
-// memory traffic): w0 at [0, k0), w1 at [k0p, k0p + k1).
+// memory traffic): w0 at [0, k0), w1 at [k0, k0 + k1).
 constexpr int kMaxW = 384;
 
 template <class T>
@@ -132,12 +129,8 @@ __device__ __forceinline__ void stage(const Params<T>& p, const Layout<T>& L, in
   const T cval = static_cast<T>(p.cval);
   const bool interior = p.vec && y0 - r0 >= 0 && y0 + rows_data - r0 <= p.h && gs >= 0 &&
                         gs + nvec * VE <= p.w;
-  for (int i = warp; i < L.in_rows; i += kThreads / 32) {
+  for (int i = warp; i < rows_data; i += kThreads / 32) {
     T* srow = buf + i * L.in_pitch;
-    if (i >= rows_data) {  // zero rows under the padded taps
-      for (int j = lane; j < L.in_pitch; j += 32) srow[j] = T(0);
-      continue;
-    }
     if (interior) {
       const T* grow = in + (y0 - r0 + i) * p.in_stride + gs;
       for (int v = lane; v < nvec; v += 32) cp_async_16(srow + v * VE, grow + v * VE);
@@ -160,14 +153,14 @@ __device__ __forceinline__ void stage(const Params<T>& p, const Layout<T>& L, in
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-template <class T, int C>
+template <class T, class P>
 __global__ void __launch_bounds__(kThreads)
 separable_boundary_kernel(const __grid_constant__ Params<T> p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
-  const Layout<T> L(p.th, p.k0, p.k1, C);
+  const Layout<T> L(p.th, p.k0, p.k1);
   const T* ws0 = p.wt;
-  const T* ws1 = p.wt + L.k0p;
+  const T* ws1 = p.wt + p.k0;
   T* mid_s = sm + L.mid_off;
   T* out = static_cast<T*>(p.out);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -175,20 +168,17 @@ separable_boundary_kernel(const __grid_constant__ Params<T> p) {
   const int ncols = kTW + 2 * r1;  // staged columns (halo included)
   const T cval = static_cast<T>(p.cval);
 
-  for (int i = warp; i < th; i += kThreads / 32)  // zero columns under the padded axis-1 taps
-    for (int j = ncols + lane; j < L.mid_pitch; j += 32) mid_s[i * L.mid_pitch + j] = T(0);
-
   int tile = blockIdx.x;
-  if (tile < p.tiles) stage<T>(p, L, tile, sm + L.in_off);
+  if (tile < p.tiles) stage<T>(p, L, tile, sm);
   // Axis-0 work split, stepped without divisions: item = rb * ncols + j.
   const int step_rb = kThreads / ncols, step_j = kThreads - step_rb * ncols;
   const int rb0 = tid / ncols, j0 = tid - rb0 * ncols;
   const int nrb = th / kR;
   for (int k = 0; tile < p.tiles; ++k, tile += gridDim.x) {
-    T* in_s = sm + L.in_off + (k & 1) * L.in_size;
+    T* in_s = sm + (k & 1) * L.in_size;
     const int next = tile + gridDim.x;
     if (next < p.tiles) {
-      stage<T>(p, L, next, sm + L.in_off + ((k + 1) & 1) * L.in_size);
+      stage<T>(p, L, next, sm + ((k + 1) & 1) * L.in_size);
       asm volatile("cp.async.wait_group 1;\n" ::: "memory");
     } else {
       asm volatile("cp.async.wait_group 0;\n" ::: "memory");
@@ -210,21 +200,7 @@ separable_boundary_kernel(const __grid_constant__ Params<T> p) {
         T acc[kR];
 #pragma unroll
         for (int q = 0; q < kR; ++q) acc[q] = T(0);
-        // a window of kR + C - 1 inputs slides down the column, C new ones per chunk
-        T v[kR + C - 1];
-#pragma unroll
-        for (int t = 0; t < kR - 1; ++t) v[t] = col[t * L.in_pitch];
-        for (int c0 = 0; c0 < L.k0p; c0 += C) {
-#pragma unroll
-          for (int t = 0; t < C; ++t) v[kR - 1 + t] = col[(c0 + kR - 1 + t) * L.in_pitch];
-#pragma unroll
-          for (int t = 0; t < C; ++t)
-            if (c0 + t < k0)  // padded taps are skipped, not multiplied (0 * inf = NaN)
-#pragma unroll
-              for (int q = 0; q < kR; ++q) acc[q] = fma(ws0[c0 + t], v[q + t], acc[q]);
-#pragma unroll
-          for (int t = 0; t < kR - 1; ++t) v[t] = v[t + C];
-        }
+        slide_column<P, kR>(acc, col, L.in_pitch, k0, [&](int t) { return ws0[t]; });
 #pragma unroll
         for (int q = 0; q < kR; ++q) mcol[q * L.mid_pitch] = acc[q];
       }
@@ -247,20 +223,7 @@ separable_boundary_kernel(const __grid_constant__ Params<T> p) {
       T acc[kR];
 #pragma unroll
       for (int q = 0; q < kR; ++q) acc[q] = T(0);
-      T v[kR + C - 1];
-#pragma unroll
-      for (int t = 0; t < kR - 1; ++t) v[t] = row[t];
-      for (int c0 = 0; c0 < L.k1p; c0 += C) {
-#pragma unroll
-        for (int t = 0; t < C; ++t) v[kR - 1 + t] = row[c0 + kR - 1 + t];
-#pragma unroll
-        for (int t = 0; t < C; ++t)
-          if (c0 + t < k1)
-#pragma unroll
-            for (int q = 0; q < kR; ++q) acc[q] = fma(ws1[c0 + t], v[q + t], acc[q]);
-#pragma unroll
-        for (int t = 0; t < kR - 1; ++t) v[t] = v[t + C];
-      }
+      slide_column<P, kR>(acc, row, 1, k1, [&](int t) { return ws1[t]; });
 #pragma unroll
       for (int q = 0; q < kR; ++q) out_s[i * kOP + cb * kR + q] = acc[q];
     }
@@ -283,7 +246,7 @@ constexpr int kSmemPerSm = 228 * 1024, kSmemReservedPerBlock = 1024;
 
 struct DeviceInfo {
   int optin = 0, sms = 0;
-  bool attrs_set[4] = {false, false, false, false};  // per kernel instantiation
+  bool attrs_set[2] = {false, false};  // per kernel instantiation
 };
 
 DeviceInfo& device_info() {
@@ -299,11 +262,9 @@ DeviceInfo& device_info() {
   return d;
 }
 
-int chunk_for(int k0, int k1) { return (k0 <= 12 && k1 <= 12) ? 4 : 8; }
-
 template <class T>
 std::size_t smem_bytes(int th, int k0, int k1) {
-  return static_cast<std::size_t>(Layout<T>(th, k0, k1, chunk_for(k0, k1)).total) * sizeof(T);
+  return static_cast<std::size_t>(Layout<T>(th, k0, k1).total) * sizeof(T);
 }
 
 // Tile rows for these kernel lengths, 0 when none fits.
@@ -329,10 +290,10 @@ int pick_th(const SeparableBoundaryArgs& a, int optin) {
   return t;
 }
 
-template <class T, int C>
+template <class T, class P>
 void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev, int which) {
   const std::size_t smem = smem_bytes<T>(th, a.k0, a.k1);
-  auto kern = separable_boundary_kernel<T, C>;
+  auto kern = separable_boundary_kernel<T, P>;
   if (!dev.attrs_set[which]) {
     TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        dev.optin));
@@ -343,10 +304,8 @@ void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev, int which) 
   Params<T> p;
   p.in = a.in;
   p.out = a.out;
-  const int k0p = round_up(a.k0, C);
-  for (int i = 0; i < kMaxW; ++i) p.wt[i] = T(0);
-  for (int i = 0; i < a.k0; ++i) p.wt[i] = static_cast<T>(a.weights[i]);
-  for (int i = 0; i < a.k1; ++i) p.wt[k0p + i] = static_cast<T>(a.weights[a.k0 + i]);
+  for (int i = 0; i < kMaxW; ++i)
+    p.wt[i] = i < a.k0 + a.k1 ? static_cast<T>(a.weights[i]) : T(0);
   p.in_stride = a.in_stride;
   p.out_stride = a.out_stride;
   p.h = static_cast<int>(a.rows);
@@ -383,8 +342,7 @@ bool separable_boundary_supported(std::int64_t rows, std::int64_t cols, int k0, 
   if (rows > 0x7fffffffLL - 64 || cols > 0x7fffffffLL - 64 || k0 > 4096 || k1 > 4096)
     return false;
   if (rows * cols > 0x7fffffffLL * 32) return false;  // tile count fits an int
-  const int c = chunk_for(k0, k1);
-  if (round_up(k0, c) + round_up(k1, c) > kMaxW) return false;  // weights in the parameters
+  if (k0 + k1 > kMaxW) return false;  // weights in the launch parameters
   const int optin = device_info().optin;
   const int th = dtype == DType::f32 ? choose_th<float>(k0, k1, optin)
                                      : choose_th<double>(k0, k1, optin);
@@ -415,14 +373,10 @@ void separable_boundary(const SeparableBoundaryArgs& a) {
   } restore{prev, attr.device != prev};
   if (restore.on) TC_CUDA_CHECK(cudaSetDevice(attr.device));
   DeviceInfo& dev = device_info();
-  const int c = chunk_for(a.k0, a.k1);
-  if (a.dtype == DType::f32) {
-    const int th = pick_th<float>(a, dev.optin);
-    c == 4 ? launch<float, 4>(a, th, dev, 0) : launch<float, 8>(a, th, dev, 1);
-  } else {
-    const int th = pick_th<double>(a, dev.optin);
-    c == 4 ? launch<double, 4>(a, th, dev, 2) : launch<double, 8>(a, th, dev, 3);
-  }
+  if (a.dtype == DType::f32)
+    launch<float, cuda::Prec<Precision::fp32>>(a, pick_th<float>(a, dev.optin), dev, 0);
+  else
+    launch<double, cuda::Prec<Precision::fp64>>(a, pick_th<double>(a, dev.optin), dev, 1);
 }
 
 }  // namespace tc
