@@ -35,7 +35,7 @@ namespace sepb {
 
 constexpr int kTW = 64;       // output tile width
 constexpr int kR = 8;         // outputs per thread and pass
-constexpr int kThreads = 256;
+constexpr int kMaxThreads = 512;  // block size: 256..512, chosen per tile shape (threads())
 
 // Source index of position g along an axis of n, or -1 (constant mode, outside).
 __device__ __forceinline__ int map_index(int g, int n, int mode) {
@@ -129,7 +129,7 @@ __device__ __forceinline__ void stage(const Params<T>& p, const Layout<T>& L, in
   const T cval = static_cast<T>(p.cval);
   const bool interior = p.vec && y0 - r0 >= 0 && y0 + rows_data - r0 <= p.h && gs >= 0 &&
                         gs + nvec * VE <= p.w;
-  for (int i = warp; i < rows_data; i += kThreads / 32) {
+  for (int i = warp; i < rows_data; i += blockDim.x / 32) {
     T* srow = buf + i * L.in_pitch;
     if (interior) {
       const T* grow = in + (y0 - r0 + i) * p.in_stride + gs;
@@ -154,7 +154,7 @@ __device__ __forceinline__ void stage(const Params<T>& p, const Layout<T>& L, in
 }
 
 template <class T, class P>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kMaxThreads)
 separable_boundary_kernel(const __grid_constant__ Params<T> p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sm = reinterpret_cast<T*>(smem_raw);
@@ -171,7 +171,8 @@ separable_boundary_kernel(const __grid_constant__ Params<T> p) {
   int tile = blockIdx.x;
   if (tile < p.tiles) stage<T>(p, L, tile, sm);
   // Axis-0 work split, stepped without divisions: item = rb * ncols + j.
-  const int step_rb = kThreads / ncols, step_j = kThreads - step_rb * ncols;
+  const int nt = blockDim.x;
+  const int step_rb = nt / ncols, step_j = nt - step_rb * ncols;
   const int rb0 = tid / ncols, j0 = tid - rb0 * ncols;
   const int nrb = th / kR;
   for (int k = 0; tile < p.tiles; ++k, tile += gridDim.x) {
@@ -217,7 +218,7 @@ separable_boundary_kernel(const __grid_constant__ Params<T> p) {
     // warp's lanes 32 rows (odd pitch: no bank conflicts). Result into this tile's input buffer.
     T* out_s = in_s;
     constexpr int kOP = kTW + 1;
-    for (int item = tid; item < th * (kTW / kR); item += kThreads) {
+    for (int item = tid; item < th * (kTW / kR); item += nt) {
       const int cb = item >> p.lth, i = item & (th - 1);
       const T* row = mid_s + i * L.mid_pitch + cb * kR;
       T acc[kR];
@@ -231,7 +232,7 @@ separable_boundary_kernel(const __grid_constant__ Params<T> p) {
 
     // The tile, coalesced.
     const int rows = min(th, p.h - y0), cols = min(kTW, p.w - x0);
-    for (int i = warp; i < rows; i += kThreads / 32) {
+    for (int i = warp; i < rows; i += nt / 32) {
       T* orow = out + (y0 + i) * p.out_stride + x0;
       for (int j = lane; j < cols; j += 32) orow[j] = out_s[i * kOP + j];
     }
@@ -281,6 +282,22 @@ int choose_th(int k0, int k1, int optin) {
   return 0;
 }
 
+// Block size: the axis-0 pass has (th / kR) * (kTW + k1 - 1) thread tasks, the axis-1 pass
+// th * kTW / kR; the size (256..512, whole warps) that leaves the fewest threads idle over both.
+int threads(int th, int k1) {
+  const int v = th / kR * (kTW + k1 - 1), h = th * kTW / kR;
+  int best = 256;
+  double best_util = 0;
+  for (int nt = 256; nt <= kMaxThreads; nt += 32) {
+    const double util = double(v + h) / (double(nt) * ((v + nt - 1) / nt + (h + nt - 1) / nt));
+    if (util > best_util + 1e-9) {
+      best_util = util;
+      best = nt;
+    }
+  }
+  return best;
+}
+
 template <class T>
 int pick_th(const SeparableBoundaryArgs& a, int optin) {
   const int t = a.tile_rows;
@@ -324,10 +341,11 @@ void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev, int which) 
   p.vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_stride % VE == 0;
   // Persistent blocks: as many as fit at once (each stages its next tile while it filters).
   int per_sm = 0;
-  TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem));
+  const int nt = threads(th, a.k1);
+  TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, nt, smem));
   if (per_sm < 1) throw ValueError("separable_boundary: kernel does not fit the device");
   const std::int64_t grid = std::min<std::int64_t>(tiles, static_cast<std::int64_t>(per_sm) * dev.sms);
-  kern<<<static_cast<unsigned>(grid), kThreads, smem, reinterpret_cast<cudaStream_t>(a.stream)>>>(p);
+  kern<<<static_cast<unsigned>(grid), nt, smem, reinterpret_cast<cudaStream_t>(a.stream)>>>(p);
   TC_CUDA_LAUNCH_CHECK();
 }
 
