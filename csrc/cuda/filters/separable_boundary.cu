@@ -357,8 +357,8 @@ bool separable_boundary_supported(std::int64_t rows, std::int64_t cols, int k0, 
   using namespace cuda::sepb;
   if (dtype != DType::f32 && dtype != DType::f64) return false;
   if (k0 < 1 || k1 < 1 || k0 % 2 == 0 || k1 % 2 == 0 || rows < 1 || cols < 1) return false;
-  if (rows > 0x7fffffffLL - 64 || cols > 0x7fffffffLL - 64 || k0 > 4096 || k1 > 4096)
-    return false;
+  if (rows > (1LL << 30) || cols > (1LL << 30) || k0 > 4096 || k1 > 4096)
+    return false;  // index maps compute 2n in int
   if (rows * cols > 0x7fffffffLL * 32) return false;  // tile count fits an int
   if (k0 + k1 > kMaxW) return false;  // weights in the launch parameters
   const int optin = device_info().optin;
