@@ -53,31 +53,29 @@ static int map_host(long g, long n, int mode) {
   }
 }
 
-// scipy.ndimage's two passes in float64.
-static std::vector<double> reference(const std::vector<double>& x, int h, int w,
-                                     const std::vector<double>& w0, const std::vector<double>& w1,
-                                     int m0, int m1, double cval) {
-  const int r0 = static_cast<int>(w0.size()) / 2, r1 = static_cast<int>(w1.size()) / 2;
-  std::vector<double> mid(static_cast<size_t>(h) * w), out(mid.size());
+// One 1-D pass of scipy.ndimage in float64 along rows (axis 0) or columns (axis 1).
+static std::vector<double> pass1d(const std::vector<double>& x, int h, int w,
+                                  const std::vector<double>& wt, int axis, int mode, double cval) {
+  const int r = static_cast<int>(wt.size()) / 2, n = axis == 0 ? h : w;
+  std::vector<double> out(x.size());
   for (int i = 0; i < h; ++i)
     for (int j = 0; j < w; ++j) {
       double s = 0;
-      for (int t = 0; t < static_cast<int>(w0.size()); ++t) {
-        int g = map_host(i - r0 + t, h, m0);
-        s += w0[t] * (g < 0 ? cval : x[static_cast<size_t>(g) * w + j]);
-      }
-      mid[static_cast<size_t>(i) * w + j] = s;
-    }
-  for (int i = 0; i < h; ++i)
-    for (int j = 0; j < w; ++j) {
-      double s = 0;
-      for (int t = 0; t < static_cast<int>(w1.size()); ++t) {
-        int g = map_host(j - r1 + t, w, m1);
-        s += w1[t] * (g < 0 ? cval : mid[static_cast<size_t>(i) * w + g]);
+      for (int t = 0; t < static_cast<int>(wt.size()); ++t) {
+        const int g = map_host((axis == 0 ? i : j) - r + t, n, mode);
+        s += wt[t] * (g < 0 ? cval : x[axis == 0 ? static_cast<size_t>(g) * w + j
+                                                  : static_cast<size_t>(i) * w + g]);
       }
       out[static_cast<size_t>(i) * w + j] = s;
     }
   return out;
+}
+
+// scipy.ndimage's two passes: axis 0, then axis 1 on that result ('constant': cval again).
+static std::vector<double> reference(const std::vector<double>& x, int h, int w,
+                                     const std::vector<double>& w0, const std::vector<double>& w1,
+                                     int m0, int m1, double cval) {
+  return pass1d(pass1d(x, h, w, w0, 0, m0, cval), h, w, w1, 1, m1, cval);
 }
 
 template <class T>

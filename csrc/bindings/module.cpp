@@ -374,21 +374,11 @@ PYBIND11_MODULE(_core, m) {
          std::uintptr_t weights, int k0, int k1, int mode0, int mode1, double cval,
          std::uintptr_t stream) {
 #ifdef TC_WITH_CUDA
-        SeparableBoundaryArgs a;
-        a.in = reinterpret_cast<const void*>(in);
-        a.rows = rows;
-        a.cols = cols;
-        a.in_stride = in_stride;
-        a.out = reinterpret_cast<void*>(out);
-        a.out_stride = out_stride;
-        a.dtype = parse_dtype(dtype);
-        a.weights = reinterpret_cast<const double*>(weights);  // host float64, k0 + k1
-        a.k0 = k0;
-        a.k1 = k1;
-        a.mode0 = mode0;
-        a.mode1 = mode1;
-        a.cval = cval;
-        a.stream = stream;
+        const SeparableBoundaryArgs a{reinterpret_cast<const void*>(in), rows, cols, in_stride,
+                                      reinterpret_cast<void*>(out), out_stride,
+                                      parse_dtype(dtype),
+                                      reinterpret_cast<const double*>(weights),  // host, k0 + k1
+                                      k0, k1, mode0, mode1, cval, stream};
         separable_boundary(a);  // a launch: the GIL stays held (microseconds)
 #else
         (void)in; (void)rows; (void)cols; (void)in_stride; (void)out; (void)out_stride;
