@@ -22,7 +22,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "../common.cuh"
 #include "../precision.cuh"
@@ -245,10 +248,19 @@ separable_boundary_kernel(const __grid_constant__ Params<T> p) {
 // half of the threads idle in the axis-1 pass).
 constexpr int kSmemPerSm = 228 * 1024, kSmemReservedPerBlock = 1024;
 
+// Per device: limits, whether the kernels' attributes are set, and their occupancy per launch
+// shape (a query costs microseconds: a repeated call should be the launch alone). Guarded by
+// info_mutex() (calls may come from several host threads).
 struct DeviceInfo {
   int optin = 0, sms = 0;
-  bool attrs_set[2] = {false, false};  // per kernel instantiation
+  bool attrs_set[2] = {false, false};              // per kernel instantiation
+  std::map<std::tuple<int, std::size_t, int>, int> blocks_per_sm;  // (kernel, smem, threads)
 };
+
+std::mutex& info_mutex() {
+  static std::mutex m;
+  return m;
+}
 
 DeviceInfo& device_info() {
   static DeviceInfo info[64];
@@ -256,6 +268,7 @@ DeviceInfo& device_info() {
   TC_CUDA_CHECK(cudaGetDevice(&dev));
   if (dev < 0 || dev >= 64) throw ValueError("separable_boundary: device ordinal out of range");
   DeviceInfo& d = info[dev];
+  std::lock_guard<std::mutex> lock(info_mutex());
   if (!d.optin) {
     TC_CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev));
     TC_CUDA_CHECK(cudaDeviceGetAttribute(&d.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -302,7 +315,8 @@ template <class T>
 int pick_th(const SeparableBoundaryArgs& a, int optin) {
   const int t = a.tile_rows;
   if (t == 0) return choose_th<T>(a.k0, a.k1, optin);
-  if ((t != 16 && t != 32 && t != 64) || smem_bytes<T>(t, a.k0, a.k1) > static_cast<std::size_t>(optin))
+  if ((t != 16 && t != 32 && t != 64) ||
+      smem_bytes<T>(t, a.k0, a.k1) > static_cast<std::size_t>(optin))
     throw ValueError("separable_boundary: tile_rows must be 16, 32 or 64 and fit shared memory");
   return t;
 }
@@ -311,13 +325,6 @@ template <class T, class P>
 void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev, int which) {
   const std::size_t smem = smem_bytes<T>(th, a.k0, a.k1);
   auto kern = separable_boundary_kernel<T, P>;
-  if (!dev.attrs_set[which]) {
-    TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       dev.optin));
-    TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                       cudaSharedmemCarveoutMaxShared));
-    dev.attrs_set[which] = true;
-  }
   Params<T> p;
   p.in = a.in;
   p.out = a.out;
@@ -340,11 +347,29 @@ void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev, int which) 
   constexpr int VE = Layout<T>::VE;
   p.vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_stride % VE == 0;
   // Persistent blocks: as many as fit at once (each stages its next tile while it filters).
-  int per_sm = 0;
   const int nt = threads(th, a.k1);
-  TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, nt, smem));
+  int per_sm = 0;
+  {
+    std::lock_guard<std::mutex> lock(info_mutex());
+    if (!dev.attrs_set[which]) {
+      TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         dev.optin));
+      TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared));
+      dev.attrs_set[which] = true;
+    }
+    const auto key = std::make_tuple(which, smem, nt);
+    const auto it = dev.blocks_per_sm.find(key);
+    if (it != dev.blocks_per_sm.end()) {
+      per_sm = it->second;
+    } else {
+      TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, nt, smem));
+      dev.blocks_per_sm[key] = per_sm;
+    }
+  }
   if (per_sm < 1) throw ValueError("separable_boundary: kernel does not fit the device");
-  const std::int64_t grid = std::min<std::int64_t>(tiles, static_cast<std::int64_t>(per_sm) * dev.sms);
+  const std::int64_t grid =
+      std::min<std::int64_t>(tiles, static_cast<std::int64_t>(per_sm) * dev.sms);
   kern<<<static_cast<unsigned>(grid), nt, smem, reinterpret_cast<cudaStream_t>(a.stream)>>>(p);
   TC_CUDA_LAUNCH_CHECK();
 }

@@ -11,9 +11,9 @@ kernels. Boundaries are scipy.ndimage's modes, done by padding on the array's ow
 image, nothing padded, the weights in the launch's parameters; a repeated call with the same
 arguments is one launch (its set-up is cached per arguments).
 
-Registry methods: the image is not padded as a whole (that would be one more pass over it): the interior (all
-pixels at least one radius from the edge) is one valid correlation of the image itself, written
-straight into the output, and the four border strips are small padded correlations of their
+Registry methods: the image is not padded as a whole (that would be one more pass over it): the
+interior (all pixels at least one radius from the edge) is one valid correlation of the image
+itself, written straight into the output, and the four border strips are small padded correlations of their
 own, whose inputs one gather (take) fills, back to back in one buffer, on the array's device.
 (Host images on a GPU method are padded whole and staged once.) Plans (kernel preparation, the
 separable factorization), gather indices and kernels are cached per parameters.
