@@ -48,6 +48,39 @@ def gaussian_panel(ax, rows, dev):
     ax.legend(fontsize=8)
 
 
+def gaussian_table(rows):
+    """The Gaussian rows as a markdown table (ms; ratios = peer / filters.gaussian; GB/s = the
+    image read and written once in fp32 over filters.gaussian's host-hidden time)."""
+    def at(impl, variant=None, timing=None, key="median_ms"):
+        return {r["kernel"][0] // 2: r.get(key) for r in rows
+                if r.get("bench") == "gaussian" and r["impl"] == impl
+                and r.get("variant") == variant and (timing is None or r.get("timing") == timing)}
+    ours, hidden = at("filters.gaussian"), at("filters.gaussian", "host time hidden")
+    host = at("filters.gaussian", "host time per call")
+    mape = at("filters.gaussian", key="mape_pct")
+    strips = at("filters.gaussian", "separable strips, host time hidden")
+    cupyx, cudnn = at("peer:cupyx_gaussian_filter"), at("peer:cudnn_separable")
+    kornia = at("peer:kornia_gaussian_blur2d")
+    size = next(r["image"][0] for r in rows if r.get("bench") == "gaussian")
+
+    def f(v, d=3):
+        return "" if v is None else f"{v:.{d}f}"
+
+    out = ["| r | filters.gaussian | host time hidden | host time per call | GB/s | MAPE % | "
+           "x cupyx | x cuDNN | method='separable' (strips) | cupyx | cuDNN | kornia |",
+           "|" + "---|" * 12]
+    for r in sorted(ours):
+        o, hd = ours[r], hidden.get(r)
+        gbs = 2 * size * size * 4 / (hd * 1e6) if hd else None
+        rc = cupyx.get(r) / o if o and cupyx.get(r) else None
+        rd = cudnn.get(r) / o if o and cudnn.get(r) else None
+        out.append(f"| {r} | {f(o, 4)} | {f(hd, 4)} | {f(host.get(r), 4)} | {f(gbs, 0)} | "
+                   f"{'' if mape.get(r) is None else f'{mape[r]:.1e}'} | {f(rc, 1)} | {f(rd, 1)} | "
+                   f"{f(strips.get(r), 4)} | {f(cupyx.get(r))} | {f(cudnn.get(r))} | "
+                   f"{f(kornia.get(r))} |")
+    return "\n".join(out)
+
+
 def main(path):
     m = json.loads(Path(path).read_text())
     rows, dev = m["rows"], m["device"]
@@ -58,6 +91,7 @@ def main(path):
         fig.tight_layout()
         fig.savefig(f"{stem}.png", dpi=110)
         print(f"{stem}.png")
+        print(gaussian_table(rows))
         return
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, size in zip(axes, (4096, 128)):
