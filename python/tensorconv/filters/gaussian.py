@@ -5,18 +5,20 @@ csrc/cuda/filters/separable_boundary.cu), or any correlate2d method of the regis
 The kernel is scipy's: per axis the sampled Gaussian (or its order-th derivative) on
 -radius..radius, radius = int(truncate * sigma + 0.5) unless given, normalized to sum 1 before
 differentiation; the 2-D correlation kernel is the outer product of the two axes' reversed 1-D
-kernels. Boundaries are scipy.ndimage's modes, done by padding on the array's own device.
+kernels. Boundaries are scipy.ndimage's modes.
 
-`separable_boundary` (method 'auto' on a CUDA array in fp32/fp64): one read and one write of the
-image, nothing padded, the weights in the launch's parameters; a repeated call with the same
-arguments is one launch (its set-up is cached per arguments).
+`separable_boundary` (method 'auto' on a CUDA array in fp32/fp64): the modes are index maps in
+the kernel; one read and one write of the image, nothing padded, the weights in the launch's
+parameters; a repeated call with the same arguments is one launch (its set-up is cached per
+arguments).
 
-Registry methods: the image is not padded as a whole (that would be one more pass over it): the
-interior (all pixels at least one radius from the edge) is one valid correlation of the image
-itself, written straight into the output, and the four border strips are small padded correlations of their
-own, whose inputs one gather (take) fills, back to back in one buffer, on the array's device.
-(Host images on a GPU method are padded whole and staged once.) Plans (kernel preparation, the
-separable factorization), gather indices and kernels are cached per parameters.
+Registry methods: padding on the array's own device, but the image is not padded as a whole
+(that would be one more pass over it): the interior (all pixels at least one radius from the
+edge) is one valid correlation of the image itself, written straight into the output, and the
+four border strips are small padded correlations of their own, whose inputs one gather (take)
+fills, back to back in one buffer, on the array's device. (Host images on a GPU method are padded
+whole and staged once.) Plans (kernel preparation, the separable factorization), gather indices
+and kernels are cached per parameters.
 """
 
 from __future__ import annotations
