@@ -122,6 +122,7 @@ def test_fused_cache_and_stream():
         check_gaussian(out, ndi.gaussian_filter(img.astype(np.float64), 2.0, mode="constant",
                                                 cval=cval), "fp32", 0, "auto")
     s = torch.cuda.Stream()
+    torch.cuda.synchronize()  # x was made on the default stream
     with torch.cuda.stream(s):
         y = x * 2  # on s
         out = filters.gaussian(y, 3.0, mode="wrap")
