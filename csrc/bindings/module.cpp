@@ -11,6 +11,7 @@
 #ifdef TC_WITH_CUDA
 #include "../cuda/pinned_pool.hpp"
 #endif
+#include "../cuda/filters/separable_boundary.hpp"
 
 namespace py = pybind11;
 using namespace tc;
@@ -393,6 +394,42 @@ PYBIND11_MODULE(_core, m) {
     (void)bytes;
 #endif
   }, "The pinned pool's cap for results (bytes; tensorconv sets it from TENSORCONV_PINNED_MB).");
+  // tensorconv.filters.gaussian's one-launch separable filter with scipy.ndimage boundary modes
+  // (csrc/cuda/filters/separable_boundary.hpp); device arrays only, launched on `stream`; the
+  // weights are a host float64 array the caller keeps alive.
+  m.def("separable_boundary_supported", [](std::int64_t rows, std::int64_t cols, int k0, int k1,
+                                           const std::string& dtype) {
+#ifdef TC_WITH_CUDA
+    return separable_boundary_supported(rows, cols, k0, k1, parse_dtype(dtype));
+#else
+    (void)rows; (void)cols; (void)k0; (void)k1; (void)dtype;
+    return false;
+#endif
+  });
+  m.def(
+      "separable_boundary",
+      [](std::uintptr_t in, std::int64_t rows, std::int64_t cols, std::int64_t in_stride,
+         std::uintptr_t out, std::int64_t out_stride, const std::string& dtype,
+         std::uintptr_t weights, int k0, int k1, int mode0, int mode1, double cval,
+         std::uintptr_t stream) {
+#ifdef TC_WITH_CUDA
+        const SeparableBoundaryArgs a{reinterpret_cast<const void*>(in), rows, cols, in_stride,
+                                      reinterpret_cast<void*>(out), out_stride,
+                                      parse_dtype(dtype),
+                                      reinterpret_cast<const double*>(weights),  // host, k0 + k1
+                                      k0, k1, mode0, mode1, cval, stream};
+        separable_boundary(a);  // a launch: the GIL stays held (microseconds)
+#else
+        (void)in; (void)rows; (void)cols; (void)in_stride; (void)out; (void)out_stride;
+        (void)dtype; (void)weights; (void)k0; (void)k1; (void)mode0; (void)mode1; (void)cval;
+        (void)stream;
+        throw ValueError("separable_boundary: device arrays need a CUDA build of tensorconv");
+#endif
+      },
+      py::arg("in_ptr"), py::arg("rows"), py::arg("cols"), py::arg("in_stride"),
+      py::arg("out_ptr"), py::arg("out_stride"), py::arg("dtype"), py::arg("weights_ptr"),
+      py::arg("k0"), py::arg("k1"), py::arg("mode0"), py::arg("mode1"), py::arg("cval"),
+      py::arg("stream") = 0);
 
   m.def("nan_mark", [](std::uintptr_t p, std::int64_t rows, std::int64_t cols, std::int64_t stride,
                        const std::string& dtype, std::uintptr_t invalid, std::uintptr_t idx,

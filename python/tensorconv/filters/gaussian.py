@@ -1,17 +1,24 @@
-"""tensorconv.filters.gaussian: scipy.ndimage.gaussian_filter on 2-D images by any correlate2d
-method of the registry (the separable passes by default).
+"""tensorconv.filters.gaussian: scipy.ndimage.gaussian_filter on 2-D images: on CUDA arrays one
+launch of the fused separable filter with the boundary modes built in (`separable_boundary`,
+csrc/cuda/filters/separable_boundary.cu), or any correlate2d method of the registry.
 
 The kernel is scipy's: per axis the sampled Gaussian (or its order-th derivative) on
 -radius..radius, radius = int(truncate * sigma + 0.5) unless given, normalized to sum 1 before
 differentiation; the 2-D correlation kernel is the outer product of the two axes' reversed 1-D
-kernels. Boundaries are scipy.ndimage's modes, done by padding on the array's own device.
+kernels. Boundaries are scipy.ndimage's modes.
 
-The image is not padded as a whole (that would be one more pass over it): the interior (all
-pixels at least one radius from the edge) is one valid correlation of the image itself, written
-straight into the output, and the four border strips are small padded correlations of their
-own, whose inputs one gather (take) fills, back to back in one buffer, on the array's device.
-(Host images on a GPU method are padded whole and staged once.) Plans (kernel preparation, the
-separable factorization), gather indices and kernels are cached per parameters.
+`separable_boundary` (method 'auto' on a CUDA array in fp32/fp64): the modes are index maps in
+the kernel; one read and one write of the image, nothing padded, the weights in the launch's
+parameters; a repeated call with the same arguments is one launch (its set-up is cached per
+arguments).
+
+Registry methods: padding on the array's own device, but the image is not padded as a whole
+(that would be one more pass over it): the interior (all pixels at least one radius from the
+edge) is one valid correlation of the image itself, written straight into the output, and the
+four border strips are small padded correlations of their own, whose inputs one gather (take)
+fills, back to back in one buffer, on the array's device. (Host images on a GPU method are padded
+whole and staged once.) Plans (kernel preparation, the separable factorization), gather indices
+and kernels are cached per parameters.
 """
 
 from __future__ import annotations
@@ -20,10 +27,16 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import _core
 from .._api import _STORAGE, choose_method, make_core_plan
 from .._arrays import backend_of
 from ._common import (SplitRun, can_split, check_cval, check_image, check_mode, check_positive,
                       check_precision, check_radius, image_precision, per_axis, to_device)
+
+# The fused GPU filter (not a registry method: it filters with boundary modes, not 'valid').
+FUSED = "separable_boundary"
+# _common.MODES' names -> the kernel's mode numbers (csrc/cuda/filters/separable_boundary.hpp).
+_KMODE = {"symm": 0, "fill": 1, "edge": 2, "reflect": 3, "wrap": 4}
 
 _CACHE_SIZE = 32
 _cache: OrderedDict = OrderedDict()
@@ -192,6 +205,64 @@ class _Runner:
                               lambda i0, i1, j0, j1: self._add_cval(b, out, i0, i1, j0, j1))
 
 
+def _check_modes(mode):
+    """scipy's mode: one name, or one per axis (rows, columns) -> (boundary0, boundary1)."""
+    if isinstance(mode, str):
+        b = check_mode(mode)
+        return b, b
+    try:
+        vals = list(mode)
+    except TypeError:
+        check_mode(mode)  # raises, naming the valid modes
+        raise
+    if len(vals) != 2:
+        raise ValueError(f"mode must be a name or one name per axis (2), got {len(vals)}")
+    return check_mode(vals[0]), check_mode(vals[1])
+
+
+class _Fused:
+    """One `separable_boundary` set-up: the weights (w0 | w1, float64 on the host: the launch
+    carries them in its parameters), kernel lengths, modes."""
+
+    def __init__(self, w0, w1, shape, modes, cval, storage):
+        self.shape, self.storage, self.cval = shape, storage, cval
+        self.k0, self.k1 = len(w0), len(w1)
+        self.m0, self.m1 = _KMODE[modes[0]], _KMODE[modes[1]]
+        self.wts = np.ascontiguousarray(np.concatenate([w0, w1]), dtype=np.float64)
+        self.wptr = self.wts.ctypes.data
+
+    def __call__(self, b, image):
+        x = b.to_storage(image, self.storage)  # no copy when already contiguous in that dtype
+        h, w = self.shape
+        out = b.empty(self.shape, self.storage, like=x)
+        _core.separable_boundary(b.pointer(x), h, w, b.row_stride(x), b.pointer(out), w,
+                                 self.storage, self.wptr, self.k0, self.k1, self.m0, self.m1,
+                                 self.cval, b.stream(x))
+        return out
+
+
+def _fused_or_none(w0, w1, shape, modes, cval, method, precision, on_device):
+    """The fused runner where it applies ('auto' or 'separable_boundary' on a CUDA array, fp32 or
+    fp64, a kernel that fits shared memory); None for the other paths. An explicit
+    'separable_boundary' that cannot run raises, naming why."""
+    if method not in ("auto", FUSED):
+        return None
+    why = None
+    if not on_device:
+        why = "it filters CUDA arrays (CuPy, PyTorch); this image is on the host"
+    elif precision not in ("fp32", "fp64"):
+        why = f"it runs fp32 and fp64, not {precision}"
+    elif not _core.separable_boundary_supported(shape[0], shape[1], len(w0), len(w1),
+                                                 _STORAGE[precision]):
+        why = (f"a {len(w0)} x {len(w1)} kernel does not fit its shared memory (or no CUDA build); "
+               "method 'auto' takes the `separable` plan")
+    if why is None:
+        return _Fused(w0, w1, shape, modes, cval, _STORAGE[precision])
+    if method == FUSED:
+        raise ValueError(f"method {FUSED!r} cannot run here: {why}")
+    return None
+
+
 def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
     key = (w0.tobytes(), w1.tobytes(), shape, boundary, cval, method, precision, on_device)
     r = _cache.get(key)
@@ -233,6 +304,9 @@ def _methods():
     return methods()
 
 
+_FAST: dict = {}
+
+
 def gaussian(image, sigma, *, order=0, mode="reflect", cval=0.0, truncate=4.0, radius=None,
              method="auto", precision=None):
     """Gaussian filter of a 2-D image, as scipy.ndimage.gaussian_filter(image, sigma, order,
@@ -241,23 +315,47 @@ def gaussian(image, sigma, *, order=0, mode="reflect", cval=0.0, truncate=4.0, r
     sigma, order, radius: a scalar or one value per axis (rows, columns); sigma finite and > 0,
     order and radius integers >= 0. mode: 'reflect' (d c b a | a b c d), 'constant' (cval),
     'nearest', 'mirror' (d c b | a b c d) or 'wrap' (and scipy's synonyms 'grid-mirror',
-    'grid-constant', 'grid-wrap'). image: NumPy, CuPy or PyTorch (CUDA)
-    array; the result is the same kind of array on the same device.
+    'grid-constant', 'grid-wrap'), or one per axis (a pair: the fused GPU path only).
+    image: NumPy, CuPy or PyTorch (CUDA) array; the result is the same kind of array on the same
+    device.
 
-    method: 'auto' (GPU: the separable passes for device arrays and for large host images;
-    CPU: two NumPy 1-D passes from 41x41 taps, `direct` below) or any correlate2d method of
-    tensorconv.methods() (e.g. 'naive_shmem', 'im2tensor_fused'), which then runs the 2-D
-    kernel. precision: None (from the image dtype: float32 -> fp32, float16 -> fp16fp32, others
-    -> fp64) or one of tensorconv.PRECISIONS; the output has its storage dtype (integer images
-    come back as float64, where scipy would truncate to the input's integer type).
+    method: 'auto' (CUDA arrays: 'separable_boundary', the one-launch fused separable filter with
+    the boundary modes built in, for fp32/fp64; the `separable` plan otherwise; host arrays: the
+    separable passes on the GPU for large images, on the CPU two NumPy 1-D passes from 41x41
+    taps, `direct` below), 'separable_boundary', or any correlate2d method of tensorconv.methods()
+    (e.g. 'separable', 'naive_shmem', 'fir_dki', 'im2tensor_fused'), which then runs the 2-D
+    kernel on the interior and padded border strips. precision: None (from the image dtype:
+    float32 -> fp32, float16 -> fp16fp32, others -> fp64) or one of tensorconv.PRECISIONS; the
+    output has its storage dtype (integer images come back as float64, where scipy would
+    truncate to the input's integer type).
     """
     b = backend_of(image)
     image = b.asarray(image)
     check_image(image, b)
-    boundary = check_mode(mode)
+    # Repeated calls with the same arguments on device arrays: straight to the cached launch.
+    try:
+        key = (b.name, b.dtype_str(image), tuple(image.shape), method, precision,
+               type(sigma), sigma, type(order), order, mode, type(cval), cval,
+               type(truncate), truncate, type(radius), radius)
+        fast = _FAST.get(key)
+    except TypeError:  # unhashable arguments (lists, arrays)
+        key, fast = None, None
+    if fast is not None:
+        return fast(b, image)
+    modes = _check_modes(mode)
     cv = check_cval(cval)
     w0, w1 = _kernel(sigma, order, truncate, radius)
     precision = check_precision(precision) or image_precision(b.dtype_str(image))
-    r = _runner(w0, w1, tuple(int(s) for s in image.shape), boundary, cv, method, precision,
-                b.on_device)
+    shape = tuple(int(s) for s in image.shape)
+    fused = _fused_or_none(w0, w1, shape, modes, cv, method, precision, b.on_device)
+    if fused is not None:
+        if key is not None:
+            if len(_FAST) >= 64:
+                _FAST.clear()
+            _FAST[key] = fused
+        return fused(b, image)
+    if modes[0] != modes[1]:
+        raise ValueError(f"per-axis modes {mode!r} need the fused GPU path (method 'auto' or "
+                         f"{FUSED!r} on a CUDA array, fp32/fp64); pass one mode")
+    r = _runner(w0, w1, shape, modes[0], cv, method, precision, b.on_device)
     return r(b, image)
