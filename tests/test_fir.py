@@ -97,6 +97,22 @@ def test_strided_and_misaligned_device_rows(method, precision):
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
+def test_ki_layout_option(precision):
+    """fir_ki's plan option fir.layout = '32x8x16' is the 32x8x16 layout: the same outputs as
+    the method fir_ki_32x8, bit for bit, and within the bounds against scipy."""
+    require_available("fir_ki")
+    rng = np.random.default_rng(32)
+    image, kernel = rng.random((130, 211)), rng.random((9, 21))
+    p = tc.plan(kernel, image.shape, mode="valid", method="fir_ki", precision=precision,
+                options={"fir.layout": "32x8x16"})
+    x = image.astype(p.storage)
+    wide = tc.plan(kernel, image.shape, mode="valid", method="fir_ki_32x8", precision=precision)
+    assert np.array_equal(p(x), wide(x))
+    check_vs_scipy("fir_ki", precision, rng, (67, 93), (3, 5), {"fir.layout": "32x8x16"})
+    check_vs_scipy("fir_ki", precision, rng, (61, 301), (7, 30), {"fir.layout": "16x16x16"})
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method", METHODS)
 def test_repeats_bit_identical(method, precision):
     require_available(method)

@@ -52,6 +52,7 @@ def test_option_of_another_method():
     ("im2tensor.db", 513, "1 .. 512"),
     ("fir.wc", 48, "multiple of 32"),
     ("fir.db", 0, "1 .. 256"),
+    ("fir.layout", "64x4x16", "'16x16x16', '32x8x16'"),
 ])
 def test_bad_values_name_the_valid_ones(name, value, valid):
     method = next(o.methods[0] for o in tc.plan_options() if o.name == name)

@@ -83,6 +83,15 @@ const std::vector<PlanOptionInfo>& plan_option_table() {
       {"fir.db", "fir_kl, fir_ki, fir_ki_32x8, fir_dki", "None or 1 .. 256", "None",
        "output rows per CTA (None: 32; fir_dki 64 for a 64x64 kernel block)",
        [](PlanOptions& o, const OptionValue& v) { set_int(o.fir_db, v, 1, 256); }},
+      {"fir.layout", "fir_ki", "'16x16x16', '32x8x16'", "'16x16x16'",
+       "the WMMA tile shape of kernel-image-loop unrolling (Kondo Fig. 2): 32x8x16 puts 32 "
+       "useful pixels in each product's first column instead of 16 (method 'fir_ki_32x8' is "
+       "the same plan under its own name)",
+       [](PlanOptions& o, const OptionValue& v) {
+         if (v.kind != OptionValue::string || (v.s != "16x16x16" && v.s != "32x8x16"))
+           throw ValueError("expected '16x16x16' or '32x8x16'");
+         o.fir_ki_32x8 = v.s == "32x8x16";
+       }},
   };
   return table;
 }

@@ -29,6 +29,8 @@ struct PlanOptions {
   bool im2tensor_wmma = false;
   // fir (0: the method's choice): output tile columns and rows per CTA.
   int fir_wc = 0, fir_db = 0;
+  // fir_ki: the paper's 32x8x16 layout instead of 16x16x16 (Kondo Fig. 2, section IV-B).
+  bool fir_ki_32x8 = false;
 };
 
 // One option's value as it crosses from Python (None, bool, int or str).

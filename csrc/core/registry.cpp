@@ -17,7 +17,9 @@ namespace tc {
 namespace {
 using P = Precision;
 // fir_ki's two layouts are two rows; the note in methods_table() says how to pick.
-std::string fir_ki_note() { return "layout 16x16x16; method='fir_ki_32x8' for 32x8x16"; }
+std::string fir_ki_note() {
+  return "layout 16x16x16; options={'fir.layout': '32x8x16'} (or method='fir_ki_32x8') for 32x8x16";
+}
 std::string fir_ki_32x8_note() { return "layout 32x8x16; method='fir_ki' for 16x16x16"; }
 }
 

@@ -105,7 +105,8 @@ TC_FIR_FOR_PRECISIONS(TC_FIR_INST)
 }  // namespace cuda
 
 std::unique_ptr<Plan> make_fir_ki_plan(const PlanRequest& r) {
-  return cuda::fir::make_plan_for(r, cuda::fir::Scheme::ki16);
+  return cuda::fir::make_plan_for(
+      r, r.options.fir_ki_32x8 ? cuda::fir::Scheme::ki32 : cuda::fir::Scheme::ki16);
 }
 std::unique_ptr<Plan> make_fir_ki_32x8_plan(const PlanRequest& r) {
   return cuda::fir::make_plan_for(r, cuda::fir::Scheme::ki32);
