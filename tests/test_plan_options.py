@@ -17,7 +17,8 @@ def test_table_rows():
     registry = {m.name for m in tc.methods()}
     expected = {"naive_shmem.coefficients", "separable.fused", "separable.tensor_cores",
                 "separable.band_mb", "separable.min_segment_rows", "im2tensor.wc",
-                "im2tensor.db", "im2tensor.passes", "im2tensor.wmma", "fir.wc", "fir.db"}
+                "im2tensor.db", "im2tensor.passes", "im2tensor.wmma", "fir.wc", "fir.db",
+                "fir.layout"}
     assert set(names) == expected
     for o in rows:
         assert o.methods and set(o.methods) <= registry, o
