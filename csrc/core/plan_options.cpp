@@ -19,6 +19,13 @@ std::int64_t as_int(const OptionValue& v, std::int64_t lo, std::int64_t hi, std:
   return v.i;
 }
 
+// One of the listed strings, else ValueError("expected 'a' or 'b'").
+bool is_choice(const OptionValue& v, const char* first, const char* second) {
+  if (v.kind != OptionValue::string || (v.s != first && v.s != second))
+    throw ValueError(std::string("expected '") + first + "' or '" + second + "'");
+  return v.s == second;
+}
+
 template <class T>
 void set_int(T& field, const OptionValue& v, std::int64_t lo, std::int64_t hi,
              std::int64_t step = 1) {
@@ -34,9 +41,7 @@ const std::vector<PlanOptionInfo>& plan_option_table() {
        "in constant memory (<= 30 KB; larger kernels stay in shared memory), which stalled on "
        "constant-cache misses on the H100",
        [](PlanOptions& o, const OptionValue& v) {
-         if (v.kind != OptionValue::string || (v.s != "shared" && v.s != "constant"))
-           throw ValueError("expected 'shared' or 'constant'");
-         o.naive_shmem_constant = v.s == "constant";
+         o.naive_shmem_constant = is_choice(v, "shared", "constant");
        }},
       {"separable.fused", "separable", "True, False", "True",
        "the fused pass (row and column passes in one kernel, T in shared memory) for scalar "
@@ -88,9 +93,7 @@ const std::vector<PlanOptionInfo>& plan_option_table() {
        "useful pixels in each product's first column instead of 16 (method 'fir_ki_32x8' is "
        "the same plan under its own name)",
        [](PlanOptions& o, const OptionValue& v) {
-         if (v.kind != OptionValue::string || (v.s != "16x16x16" && v.s != "32x8x16"))
-           throw ValueError("expected '16x16x16' or '32x8x16'");
-         o.fir_ki_32x8 = v.s == "32x8x16";
+         o.fir_ki_32x8 = is_choice(v, "16x16x16", "32x8x16");
        }},
   };
   return table;
