@@ -284,29 +284,33 @@ def stacks_rows(sweep, gpu, runs, quick, host_only, skip_host):
 
 
 def figures(plt, doc, out, stem) -> list:
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.5))
+    """Images/s of the stack rows; the host rows' ms beside the copies (a panel each, when
+    the run has them)."""
     stack = [r for r in doc["rows"] if r.get("part") == "stacks"]
-    labels, vals = [], []
-    for r in stack:
-        labels.append(f"{r['impl'].replace('peer:', '')} {r.get('variant', '')} {r['precision']}")
-        vals.append(r["images_per_s"])
-    if not vals:  # a --host-only file
-        a.axis("off")
-        a.text(0.5, 0.5, "no stack rows (--host-only)", ha="center", va="center")
-    a.bar(range(len(vals)), vals, color="tab:blue")
-    a.set_xticks(range(len(vals)), labels, fontsize=7, rotation=35, ha="right")
-    a.set_yscale("log")
-    a.set_ylabel("images / s")
+    host = [r for r in doc["rows"] if r.get("part") == "host"]
+    if not (stack or host):
+        return []
+    fig, axes = plt.subplots(1, bool(stack) + bool(host), figsize=(6.5 * (bool(stack) + bool(host)),
+                                                                     5.5), squeeze=False)
+    axes = list(axes.flat)
     if stack:
+        a = axes.pop(0)
+        labels = [f"{r['impl'].replace('peer:', '')} {r.get('variant', '')} {r['precision']}"
+                  for r in stack]
+        a.bar(range(len(stack)), [r["images_per_s"] for r in stack], color="tab:blue")
+        a.set_xticks(range(len(stack)), labels, fontsize=7, rotation=35, ha="right")
+        a.set_yscale("log")
+        a.set_ylabel("images / s")
         r0 = stack[0]
         a.set_title(f"B={r0['batch']} x {r0['image'][0]}², k={r0['kernel'][0]}, 'same' "
                     f"({doc['device']})", fontsize=9)
-    host = [r for r in doc["rows"] if r.get("part") == "host"]
-    b.barh(range(len(host)), [r["median_ms"] for r in host], color="tab:orange")
-    b.set_yticks(range(len(host)), [f"{r['impl']} {r.get('kernel') or ''} "
-                                    f"{r.get('variant', '')}" for r in host], fontsize=6)
-    b.set_xlabel("ms (4096² float32 NumPy)")
-    b.set_title("host arrays: end to end vs copies", fontsize=9)
+    if host:
+        b = axes.pop(0)
+        b.barh(range(len(host)), [r["median_ms"] for r in host], color="tab:orange")
+        b.set_yticks(range(len(host)), [f"{r['impl']} {r.get('kernel') or ''} "
+                                        f"{r.get('variant', '')}" for r in host], fontsize=6)
+        b.set_xlabel(f"ms ({host[0]['image'][0]}² float32 NumPy)")
+        b.set_title("host arrays: end to end vs copies", fontsize=9)
     fig.tight_layout()
     fn = out / f"{stem}.png"
     fig.savefig(fn, dpi=120)
