@@ -169,15 +169,20 @@ def _cv2():
     return cv2
 
 
-def bilateral_rows(sweep, size, rs, cv2_rs, kornia_max_r):
+def _setup(sweep, part, peer, size, cv2_rs):
+    """(torch or None, cv2 or None, the float32 host image), a line for each that is missing."""
     torch = _gpu()
     cv2 = _cv2() if cv2_rs else None
     if torch is None:
-        sweep.log("bilateral GPU rows skipped: no usable CUDA device (PyTorch and tensorconv's "
+        sweep.log(f"{part} GPU rows skipped: no usable CUDA device (PyTorch and tensorconv's "
                   "CUDA); host (cv2) rows only")
     if cv2 is None and cv2_rs:
-        sweep.log("peer cv2_bilateralFilter skipped: cv2 is not installed")
-    host = test_image(size)[1].astype(np.float32)
+        sweep.log(f"peer {peer} skipped: cv2 is not installed")
+    return torch, cv2, test_image(size)[1].astype(np.float32)
+
+
+def bilateral_rows(sweep, size, rs, cv2_rs, kornia_max_r):
+    torch, cv2, host = _setup(sweep, "bilateral", "cv2_bilateralFilter", size, cv2_rs)
     if torch is not None:
         from tensorconv import filters
 
@@ -239,14 +244,7 @@ def bilateral_rows(sweep, size, rs, cv2_rs, kornia_max_r):
 
 
 def gaussian_rows(sweep, size, rs, cv2_rs):
-    torch = _gpu()
-    cv2 = _cv2() if cv2_rs else None
-    if torch is None:
-        sweep.log("gaussian GPU rows skipped: no usable CUDA device (PyTorch and tensorconv's "
-                  "CUDA); host (cv2) rows only")
-    if cv2 is None and cv2_rs:
-        sweep.log("peer cv2_GaussianBlur skipped: cv2 is not installed")
-    host = test_image(size)[1].astype(np.float32)
+    torch, cv2, host = _setup(sweep, "gaussian", "cv2_GaussianBlur", size, cv2_rs)
     if torch is not None:
         try:
             import cupy as cp
