@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device round for tensorconv.filters (issue #15): build + install (device-setup.sh), the
-# filter tests (+ the API/auto tests the registry rows touch), benchmarks/filters.py, and an ncu
+# filter tests (+ the API/auto tests the registry rows touch), tensorconv-bench --preset filters, and an ncu
 # pipe profile of the three bilateral kernels at one radius. Run from the worktree root on the
 # GPU machine:  bash scripts/filters_device_run.sh   (logs and JSON under $OUT)
 set -u
@@ -16,8 +16,8 @@ timeout "${TEST_S:-150}" python3 -m pytest -q -p no:cacheprovider -n 8 tests/tes
   tests/test_api.py tests/test_auto.py tests/test_errors.py > "$OUT/pytest.txt" 2>&1
 tail -4 "$OUT/pytest.txt"; echo "tests $(( $(date +%s) - t0 )) s"
 t0=$(date +%s)
-timeout "${BENCH_S:-200}" python3 benchmarks/filters.py --out "$OUT/filters.json" \
-  > "$OUT/bench.txt" 2>&1
+timeout "${BENCH_S:-200}" python3 -m tensorconv.bench --preset filters --out "$OUT" \
+  --no-progress > "$OUT/bench.txt" 2>&1
 grep -E "^\[|Error|error" "$OUT/bench.txt" | tail -8; echo "bench $(( $(date +%s) - t0 )) s"
 t0=$(date +%s)
 timeout "${NCU_S:-60}" ncu --kernel-name regex:bilateral --metrics \

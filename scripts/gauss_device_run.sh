@@ -7,7 +7,8 @@
 #   the same command, so that TENSORCONV_DATA and PYTHONPATH are set), e.g.
 #     OUT=$OUT/gauss SKIP_BUILD=1 bash scripts/gauss_device_run.sh
 #   GAUSS_TAR=1: the logs and JSON as one $OUT/gauss.tgz (the device tool returns few files).
-# Then, here: python benchmarks/plot_filters.py <filters_gaussian.json> (PNG + a markdown table).
+# The bench writes filters_<device>.json/.md (the Gaussian table)/_peers.png; redraw here with
+# tensorconv-bench --report <filters_<device>.json>.
 set -u
 OUT=${OUT:-/tmp/gauss_out}
 mkdir -p "$OUT"
@@ -31,11 +32,11 @@ timeout "${TEST_S:-200}" python3 -m pytest -q -p no:cacheprovider -n 16 -m gpu \
   tests/test_gaussian_fused.py tests/test_filters.py > "$OUT/pytest.txt" 2>&1
 tail -4 "$OUT/pytest.txt"; echo "tests $(( $(date +%s) - t0 )) s"
 t0=$(date +%s)
-timeout "${BENCH_S:-200}" python3 benchmarks/filters.py --parts gaussian \
-  --rs 1,2,3,5,7,9,11,15,19,23 --cv2-rs "" --out "$OUT/filters_gaussian.json" > "$OUT/bench.txt" 2>&1
+timeout "${BENCH_S:-200}" python3 -m tensorconv.bench --preset filters --parts gaussian \
+  --rs 1,2,3,5,7,9,11,15,19,23 --cv2-rs "" --out "$OUT" --no-progress > "$OUT/bench.txt" 2>&1
 grep -E "^\[|Error|error" "$OUT/bench.txt" | tail -8; echo "bench $(( $(date +%s) - t0 )) s"
 if [ -n "${GAUSS_TAR:-}" ]; then
-  (cd "$OUT" && tar czf gauss.tgz harness.txt pytest.txt bench.txt filters_gaussian.json \
+  (cd "$OUT" && tar czf gauss.tgz harness.txt pytest.txt bench.txt filters_* \
      $( [ -f build.txt ] && echo build.txt ) && rm -f harness.txt pytest.txt bench.txt \
-     filters_gaussian.json build.txt)
+     filters_* build.txt)
 fi

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # One device round for stacks / host staging (issue #23): GPU tests, a memcheck of the host
-# pipeline on a small case, then benchmarks/stacks.py. Run from the repository root after
+# pipeline on a small case, then tensorconv-bench --preset stacks. Run from the repository root after
 # `source .shared/tools/device-setup.sh`; logs and results under $OUT.
 set -u
 python3 -c 'import tensorconv; print(tensorconv.__file__)'
 timeout 200 python3 -m pytest -q -p no:cacheprovider -n 8 tests/test_stacks.py > $OUT/pytest.txt 2>&1
 tail -5 $OUT/pytest.txt
 grep -E "^(FAILED|ERROR)" $OUT/pytest.txt | head -20
-# (the lead's short form: python3 benchmarks/stacks.py --host-only --out $OUT, ~10 s)
-timeout 240 python3 benchmarks/stacks.py --out $OUT --quick > $OUT/bench.txt 2>&1
+# (the lead's short form: python3 -m tensorconv.bench --preset stacks --host-only --out $OUT, ~10 s)
+timeout 240 python3 -m tensorconv.bench --preset stacks --quick --out $OUT --no-progress > $OUT/bench.txt 2>&1
 echo "bench rc=$?"; cat $OUT/bench.txt | tail -45
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 3 python3 -c "
 import numpy as np, tensorconv as tc

@@ -20,6 +20,17 @@ from tensorconv.bench.cli import main
     (["--precisions", "fp8"], "valid precisions: fp16, fp16fp32"),
     (["--peers", "matlab"], "valid peers: torch_conv2d"),
     (["--kernels", "a,b"], "--kernels takes integers"),
+    (["--preset", "im2tensor", "--quick"], "--quick applies only to --preset stacks"),
+    (["--cv2-rs", "3"], "--cv2-rs applies only to --preset filters"),
+    (["--preset", "kondo", "--parts", "nope"], "valid parts: general, fig5"),
+    (["--preset", "filters", "--parts", "fig4"], "valid parts: gaussian, fig5, bilateral"),
+    (["--preset", "filters", "--rs", "0"], "--rs must list positive integers"),
+    (["--preset", "stacks", "--host-only", "--skip-host"], "exclude each other"),
+    (["--preset", "stacks", "--peers", "none"], "takes no --tune, --timing or --peers"),
+    (["--preset", "dask", "--gpus", "0"], "--gpus must be at least 1"),
+    (["--preset", "dask", "--device", "cpu", "--methods", "direct,fft_cpu"],
+     "takes one --methods value"),
+    (["--preset", "dask", "--sizes", "64,128"], "takes one --sizes value"),
 ])
 def test_bad_input_names_the_choices(args, needle, capsys):
     with pytest.raises(SystemExit) as e:
@@ -176,6 +187,106 @@ def test_cpu_float_preset_small(tmp_path, capsys):
         (i, m) for i in ("auto", "peer:scipy_signal") for m in ("full", "same", "valid")}
     md = next(tmp_path.glob("cpu-float_*.md")).read_text()
     assert "speed-up of auto over the fastest peer" in md and "small calls: 32x32" in md
+
+
+def _gpu_rows_possible() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return tc.cuda_available() and torch.cuda.is_available()
+
+
+def test_filters_preset_small(tmp_path, capsys):
+    """--preset filters (formerly benchmarks/filters.py + plot_filters.py) at a tiny size: the
+    host cv2 peers of the Gaussian and the bilateral at the --cv2-rs radii; without a GPU the
+    GPU rows are skipped with one line each; with one, filters.gaussian / .bilateral beside
+    their GPU peers, the Gaussian's error against cupyx's float64 result within the fp32
+    bound. --report redraws the Markdown (the Gaussian table) and the PNGs."""
+    pytest.importorskip("cv2", reason="cv2.GaussianBlur / bilateralFilter are the host peers")
+    assert main(["--preset", "filters", "--sizes", "64", "--rs", "1,3", "--cv2-rs", "1,3",
+                 "--kornia-max-r", "1", "--out", str(tmp_path), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    js = next(tmp_path.glob("filters_*.json"))
+    doc = json.loads(js.read_text())
+    assert doc["preset"] == "filters" and "errors" not in doc
+    host = [r for r in doc["rows"] if r["timing"] == "host" and r["impl"].startswith("peer:")]
+    assert {(r["impl"], r["kernel"][0]) for r in host} == {
+        (i, k) for i in ("peer:cv2_GaussianBlur", "peer:cv2_bilateralFilter") for k in (3, 7)}
+    assert all(r["median_ms"] > 0 and r["image"] == [64, 64] for r in host)
+    if not _gpu_rows_possible():
+        for part in ("gaussian", "fig5", "bilateral"):
+            assert f"{part} GPU rows skipped" in err or f"{part} rows skipped" in err, part
+        assert len(doc["rows"]) == 4
+    else:
+        g = [r for r in doc["rows"] if r["impl"] == "filters.gaussian" and "mape_pct" in r]
+        assert g and all(r["mape_pct"] <= MAPE_PCT["fp32"] for r in g)
+        assert {"bilateral_cuda", "bilateral_tc_32x8x16", "bilateral_tc_16x16x16"} <= {
+            r["impl"] for r in doc["rows"] if r["part"] == "fig5"}
+        assert "filters.gaussian against its peers" in js.with_suffix(".md").read_text()
+    js.with_suffix(".md").unlink()
+    assert main(["--report", str(js)]) == 0
+    assert "| gaussian | peer:cv2_GaussianBlur |" in js.with_suffix(".md").read_text()
+
+
+def test_kondo_fig5_part(tmp_path, capsys):
+    """--preset kondo --parts fig5: Kondo's Fig. 5 alone (the bilateral plans: both tensor-core
+    layouts and the CUDA-core kernel, fp64 at r = 7 only); skipped with its reason without a
+    GPU."""
+    assert main(["--preset", "kondo", "--parts", "fig5", "--sizes", "64", "--rs", "1,7",
+                 "--out", str(tmp_path), "--no-progress"]) == 0
+    doc = json.loads(next(tmp_path.glob("kondo_*.json")).read_text())
+    if not _gpu_rows_possible():
+        assert doc["rows"] == [] and "fig5 rows skipped: no usable CUDA device" in \
+            capsys.readouterr().err
+        return
+    got = {(r["impl"], r["precision"], r["kernel"][0]) for r in doc["rows"]}
+    assert got == {(m, p, k) for m, p in (("bilateral_cuda", "fp32"),
+                                          ("bilateral_tc_32x8x16", "fp16fp32"),
+                                          ("bilateral_tc_16x16x16", "fp16fp32"))
+                   for k in (3, 15)} | {("bilateral_cuda", "fp64", 15)}
+    assert all(r["part"] == "fig5" and r["median_ms"] > 0 and r["max_rel_err"] is not None
+               for r in doc["rows"])
+    assert any(p.name.endswith("_fig5.png") for p in tmp_path.iterdir()) or \
+        pytest.importorskip("matplotlib") is None
+
+
+def test_stacks_preset_cpu_branch(tmp_path, capsys):
+    """--preset stacks (formerly benchmarks/stacks.py) without a GPU: the stack call against a
+    loop of plan calls on the CPU, the GPU rows skipped with the probe's reason (on a GPU the
+    preset's ~45 s rows are scripts/stacks_device.sh's)."""
+    if _gpu_rows_possible():
+        pytest.skip("a CUDA device is present: the GPU rows run in scripts/stacks_device.sh")
+    assert main(["--preset", "stacks", "--quick", "--runs", "2", "--out", str(tmp_path),
+                 "--no-progress"]) == 0
+    assert "GPU methods and peers are skipped" in capsys.readouterr().err
+    doc = json.loads(next(tmp_path.glob("stacks_*.json")).read_text())
+    assert {r["variant"] for r in doc["rows"]} == {"stack", "loop_of_plan_calls"}
+    for r in doc["rows"]:
+        assert r["part"] == "stacks" and r["batch"] == 8 and r["images_per_s"] > 0
+    assert doc["rows"][0]["mape_pct"] < 1e-10
+    assert main(["--preset", "stacks", "--host-only", "--out", str(tmp_path),
+                 "--no-progress"]) == 0
+    assert json.loads(next(tmp_path.glob("stacks_host_*.json")).read_text())["rows"] == []
+
+
+def test_dask_preset_cpu(tmp_path):
+    """--preset dask --device cpu (formerly benchmarks/dask_multi_gpu.py's CPU check): a
+    2-process LocalCluster on a tiny image, one call and tensorconv.dask timed, every result
+    chunk's SHA-1 equal to the one call's slice, for two boundaries; --overhead rows."""
+    pytest.importorskip("distributed", reason="the preset's cluster")
+    assert main(["--preset", "dask", "--device", "cpu", "--sizes", "200", "--chunk", "96",
+                 "--kernels", "5", "--boundary", "fill,symm", "--overhead", "--runs", "1",
+                 "--out", str(tmp_path), "--no-progress"]) == 0
+    doc = json.loads(next(tmp_path.glob("dask_*.json")).read_text())
+    peers = [(r["peer"], r["boundary"]) for r in doc["rows"]]
+    assert peers == [(p, b) for b in ("fill", "symm")
+                     for p in ("one_call", "overhead", "tensorconv.dask")]
+    for r in doc["rows"]:
+        assert r["image"] == [200, 200] and r["seconds"] > 0 and r["impl"] in (
+            "direct", "dask_halo_and_copy_only")
+        if r["peer"] == "tensorconv.dask":
+            assert r["equal"] is True and r["workers"] == 2 and r["chunk"] == [96, 96]
 
 
 def test_report_and_readme_block(tmp_path):

@@ -43,9 +43,11 @@ def im2tensor() -> list:
 
 
 def kondo() -> list:
-    """Kondo et al. 2022 Figs. 4-6: a Gaussian (sigma = r / 2 as there; here k / 6) as a general
-    kernel, r = 1..23 (k = 2r + 1), 128² and 4096², the FIR methods beside naive_shmem and
-    im2tensor_fused, fp16fp32 (the paper's), fp16 and bf16; cuDNN fp16."""
+    """Kondo et al. 2022 Figs. 4 and 6 (part 'general'): a Gaussian (sigma = r / 2 as there; here
+    k / 6) as a general kernel, r = 1..23 (k = 2r + 1), 128² and 4096², the FIR methods beside
+    naive_shmem and im2tensor_fused, fp16fp32 (the paper's), fp16 and bf16; cuDNN fp16. Fig. 5
+    (part 'fig5', the bilateral layouts against the CUDA-core kernel) is bench/_filters.py's
+    fig5_rows, run by the CLI after this part."""
     fir = tuple(n for n in correlate_methods("cuda") if n.startswith("fir_"))
     return [Part("kondo", (128, 4096), tuple(2 * r + 1 for r in range(1, 24)),
                  ("fp16fp32", "fp16", "bf16"), fir + ("naive_shmem", "im2tensor_fused"),
@@ -354,10 +356,16 @@ def cpu_float() -> list:
                  device="cpu", interleave=True)]
 
 
+def family() -> list:
+    """filters, stacks, dask: rows of their own (bench/_filters.py, _stacks.py, _dask.py)."""
+    return []
+
+
 PRESETS = {"im2tensor": im2tensor, "kondo": kondo, "kelefouras": kelefouras,
            "separable": separable, "cpu-float": cpu_float, "gpu-core": gpu_core,
            "tc-fp": tc_fp, "scipy-compat": scipy_compat,
-           "workspace-nonfinite": workspace_nonfinite, "astropy": astropy}
+           "workspace-nonfinite": workspace_nonfinite, "astropy": astropy,
+           "filters": family, "stacks": family, "dask": family}
 
 
 def fma_peaks() -> dict:

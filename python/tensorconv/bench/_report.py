@@ -106,8 +106,7 @@ def _groups(rows, timing):
     return g
 
 
-def markdown(doc: dict) -> str:
-    rows = doc["rows"]
+def _header(doc: dict) -> list:
     out = [f"# {doc.get('title', 'tensorconv benchmark')}", "",
            f"Device: {doc['device']}; created {doc['created']}; tensorconv {doc['tensorconv']}",
            f"Versions: {json.dumps(doc.get('versions', {}))}"]
@@ -119,6 +118,59 @@ def markdown(doc: dict) -> str:
         if key in doc:
             out.append(f"{key}: {doc[key]}")
     out.append("")
+    return out
+
+
+def _family_tables(rows) -> list:
+    from ._filters import gaussian_table
+
+    return _fig5_table(rows) + gaussian_table(rows)
+
+
+def _fig5_table(rows) -> list:
+    """Kondo Fig. 5 (bilateral plans): ms per radius, one line per layout and size."""
+    f5 = [r for r in rows if r.get("part") == "fig5" and r.get("median_ms") is not None]
+    if not f5:
+        return []
+    rs = sorted({r["kernel"][0] // 2 for r in f5})
+    out = ["### Kondo Fig. 5: bilateral plans (median ms against radius r)", "",
+           "| impl | precision | image | " + " | ".join(f"r={r}" for r in rs) + " |",
+           "|---|---|---|" + "---|" * len(rs)]
+    for key in sorted({(r["image"][0], r["impl"], r["precision"]) for r in f5}, reverse=True):
+        got = {r["kernel"][0] // 2: r["median_ms"] for r in f5
+               if (r["image"][0], r["impl"], r["precision"]) == key}
+        out.append(f"| {key[1]} | {key[2]} | {key[0]}² | "
+                   + " | ".join(f"{got[r]:.4g}" if r in got else "—" for r in rs) + " |")
+    return out + [""]
+
+
+FAMILY_PRESETS = ("filters", "stacks", "dask")  # rows of their own shape: a flat table
+
+
+def family_table(rows) -> list:
+    """Every row of a filters / stacks / dask run, one line each."""
+    extra = ("mape_pct", "max_rel_err", "images_per_s", "per_image_ms", "ratio_to_copy",
+             "throughput_mpix_s", "ratio_to_one_call", "equal", "error")
+    out = ["| part | impl | variant | precision | image | kernel | timing | median ms | runs | "
+           "other |", "|" + "---|" * 10]
+    for r in rows:
+        ms = r.get("median_ms")
+        other = "; ".join(f"{k}={r[k]:.3g}" if isinstance(r[k], float) else f"{k}={r[k]}"
+                          for k in extra if r.get(k) is not None)
+        img, ker = r.get("image"), r.get("kernel")
+        out.append(f"| {r.get('part', '')} | {r['impl']} | "
+                   f"{r.get('variant') or r.get('peer') or r.get('method') or ''} | "
+                   f"{r.get('precision', '')} | {f'{img[0]}x{img[1]}' if img else ''} | "
+                   f"{ker[0] if ker else ''} | {r.get('timing', '')} | "
+                   f"{'' if ms is None else f'{ms:.4g}'} | {r.get('runs', '')} | {other} |")
+    return out + [""]
+
+
+def markdown(doc: dict) -> str:
+    rows = doc["rows"]
+    if doc.get("preset") in FAMILY_PRESETS:
+        return "\n".join(_header(doc) + _family_tables(rows) + family_table(rows)) + "\n"
+    out = _header(doc) + _fig5_table(rows)
     for timing in ("kernel", "call", "end_to_end"):
         groups = _groups(rows, timing)
         for (part, kind, image, prec), grp in sorted(groups.items(),
@@ -401,8 +453,17 @@ def figures(doc: dict, out: Path, stem: str) -> list:
         import matplotlib.pyplot as plt
     except ImportError:
         return []
+    if doc.get("preset") in FAMILY_PRESETS:
+        from . import _dask, _filters, _stacks
+
+        mod = {"filters": _filters, "stacks": _stacks, "dask": _dask}[doc["preset"]]
+        return mod.figures(plt, doc, out, stem)
     rows = [r for r in doc["rows"] if r.get("median_ms") is not None]
     files = []
+    if any(r.get("part") == "fig5" for r in rows):  # Kondo Fig. 5, against the radius
+        from ._filters import fig5_figure
+
+        files += fig5_figure(plt, rows, out, stem, doc["device"])
     # one colour and marker per impl across every panel and figure (20+ lines per panel)
     colours = list(plt.get_cmap("tab20").colors) + list(plt.get_cmap("Dark2").colors)
     markers = "os^vDP*Xhp<>"

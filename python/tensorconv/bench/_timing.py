@@ -167,3 +167,81 @@ def time_interleaved(fns, runs=20, warm=3, row_cap_s=10.0, seed=0) -> list:
             if i < plans[j][0]:
                 times[j].append(once(fns[j], i))
     return [(statistics.median(t) if r > 1 else f, r) for t, f, (r, _) in zip(times, first, plans)]
+
+
+# ---- PyTorch timers of the filters / stacks presets (were benchmarks/gpu_core.py's) ----------
+def event_median(fn, n_inputs=1, runs=20, warmup=3, sleep_cycles=400_000) -> float:
+    """Median GPU time in ms of fn(i) (i cycles over n_inputs prepared inputs), CUDA events
+    through PyTorch; a sleep kernel queued before each call keeps host overhead out as long as
+    the host enqueues fn's work within the sleep (raise sleep_cycles for calls with much Python
+    work; 0: no sleep, the call's Python inside the interval)."""
+    import torch
+
+    for i in range(warmup):
+        fn(i % n_inputs)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    for i in range(runs):
+        if sleep_cycles:
+            torch.cuda._sleep(sleep_cycles)
+        starts[i].record()
+        fn(i % n_inputs)
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def event_median_sync(fn, runs=20, warmup=3) -> float:
+    """Median GPU time in ms of fn() with a synchronization after each run (no sleep kernel:
+    the call's Python is inside, as a user's loop sees it)."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def wall_median(fn, runs=5, warmup=0, cuda_sync=True) -> float:
+    """Wall-clock median (ms) of fn() after `warmup` calls, the device synchronized around each
+    timed call when cuda_sync (and PyTorch sees a device)."""
+    sync = None
+    if cuda_sync:
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                sync = torch.cuda.synchronize
+        except ImportError:
+            pass
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        if sync:
+            sync()
+        t = time.perf_counter()
+        fn()
+        if sync:
+            sync()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def host_median(fn, runs) -> float:
+    """Median host wall time (ms) of fn(), no synchronization (a front end's Python alone, or a
+    CPU library's call)."""
+    ts = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(ts)

@@ -10,6 +10,10 @@ with --tune, or redraw the tables and figures of a results file with --report.
   tensorconv-bench --preset scipy-compat                   # complex data against scipy / CuPy
   tensorconv-bench --preset workspace-nonfinite            # NaN/inf repair cost, workspaces
   tensorconv-bench --preset astropy                        # tensorconv.astropy vs astropy
+  tensorconv-bench --preset kondo --parts fig5 --sizes 4096 --rs 1,3,7,11,15,23   # Fig. 5 only
+  tensorconv-bench --preset filters --parts gaussian --rs 1-23 --cv2-rs ""   # vs cupyx, kornia...
+  tensorconv-bench --preset stacks --skip-host --quick     # stack vs loop vs cuDNN batch
+  tensorconv-bench --preset dask --gpus 2 --sizes 65536 --kernels 15 --overhead
   tensorconv-bench --sizes 1024 --kernels 3,15 --precisions fp32 --methods naive_shmem,fft
   tensorconv-bench --tune                                  # cost model of 'auto' for this GPU
   tensorconv-bench --report results/im2tensor_<device>.json [--readme README.md]
@@ -95,7 +99,7 @@ def parser() -> argparse.ArgumentParser:
                     help="stop starting new rows after this many seconds (default 900)")
     ap.add_argument("--row-cap-s", type=float, default=10.0,
                     help="time one row for at most about this long (default 10)")
-    ap.add_argument("--runs", type=int, default=20, help="timed calls per row (median)")
+    ap.add_argument("--runs", type=int, help="timed calls per row (median; default 20, dask 3)")
     ap.add_argument("--tune", action="store_true",
                     help="measure the cost model of method='auto' on this GPU and keep it in "
                          "the user's cache directory (grid: --sizes, --kernels, --precisions)")
@@ -106,7 +110,59 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--threads", type=int, help="kelefouras: threads of simd_u8 and OpenCV "
                     "alike (default: all)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g = ap.add_argument_group(
+        "options of some presets only", "kondo, filters: --parts, --rs; filters: --cv2-rs, "
+        "--kornia-max-r (--sizes: the one image side, default 4096); stacks: --quick, "
+        "--host-only, --skip-host; dask: --gpus, --chunk, --boundary, --mode, --overhead, "
+        "--device (--sizes: the image side, default 65536; --kernels, default 15; --precisions, "
+        "default fp32; --methods: one method; --threads: per worker, default 16; --runs, "
+        "default 3). Any of them with another preset is an error.")
+    g.add_argument("--parts", help="kondo: general (Figs. 4, 6), fig5 (bilateral; default "
+                   "both); filters: gaussian, fig5, bilateral (default all)")
+    g.add_argument("--rs", help="radii r (kernel 2r + 1), e.g. 1,3,7 or 1-23 (default 1-23; "
+                   "kondo fig5: from --kernels when given)")
+    g.add_argument("--cv2-rs", help="filters: radii at which the host cv2 peers run "
+                   "(default 3,7,23; '' for none)")
+    g.add_argument("--kornia-max-r", type=int, help="filters: largest radius of kornia "
+                   "bilateral_blur (default 11; it runs out of memory beyond)")
+    g.add_argument("--quick", action="store_true", help="stacks: 5 runs of the slow loop of "
+                   "correlate2d calls")
+    g.add_argument("--host-only", action="store_true", help="stacks: only the host-array rows "
+                   "(~10 s; files stacks_host_<device>)")
+    g.add_argument("--skip-host", action="store_true", help="stacks: stacks and batched "
+                   "launches only")
+    g.add_argument("--gpus", type=int, help="dask: workers, one per GPU (default 1)")
+    g.add_argument("--chunk", type=int, help="dask: chunk side (default 8192)")
+    g.add_argument("--boundary", help="dask: comma list of boundaries, each timed and checked "
+                   "(default fill, fillvalue 0.5)")
+    g.add_argument("--mode", choices=("full", "same", "valid"), help="dask: output mode "
+                   "(default same)")
+    g.add_argument("--overhead", action="store_true", help="dask: also Dask's halos and a "
+                   "fresh result per chunk, no correlation")
+    g.add_argument("--device", choices=("cuda", "cpu"), help="dask: cuda (default) or cpu (a "
+                   "2-process LocalCluster, method direct: a correctness check)")
     return ap
+
+
+# option -> the presets it applies to
+PRESET_ONLY = {"parts": ("kondo", "filters"), "rs": ("kondo", "filters"),
+               "cv2_rs": ("filters",), "kornia_max_r": ("filters",), "quick": ("stacks",),
+               "host_only": ("stacks",), "skip_host": ("stacks",), "gpus": ("dask",),
+               "chunk": ("dask",), "boundary": ("dask",), "mode": ("dask",),
+               "overhead": ("dask",), "device": ("dask",)}
+PARTS = {"kondo": ("general", "fig5"), "filters": ("gaussian", "fig5", "bilateral")}
+
+
+def _check_preset_options(a) -> None:
+    for opt, presets in PRESET_ONLY.items():
+        if getattr(a, opt) not in (None, False) and a.preset not in presets:
+            raise SystemExit(f"tensorconv-bench: error: --{opt.replace('_', '-')} applies only "
+                             f"to --preset {' or '.join(presets)}")
+    if a.host_only and a.skip_host:
+        raise SystemExit("tensorconv-bench: error: --host-only and --skip-host exclude each other")
+    if a.preset in ("filters", "stacks", "dask") and (a.tune or a.timing or a.peers):
+        raise SystemExit(f"tensorconv-bench: error: --preset {a.preset} takes no --tune, "
+                         "--timing or --peers (its peers and timing are fixed)")
 
 
 def _progress(total: int, quiet: bool, desc: str):
@@ -126,8 +182,13 @@ def main(argv=None) -> int:
     if a.preset is not None and a.preset not in _presets.PRESETS:
         raise SystemExit(f"tensorconv-bench: error: unknown preset {a.preset!r}; valid presets: "
                          + ", ".join(_presets.PRESETS))
+    _check_preset_options(a)
+    if a.runs is None:
+        a.runs = 3 if a.preset == "dask" else 20
     if a.runs < 1:
         raise SystemExit("tensorconv-bench: error: --runs must be at least 1")
+    parts_asked = (_choices(a.parts, PARTS[a.preset], "part") if a.parts is not None
+                   else PARTS.get(a.preset, ()))
     methods_valid = _presets.correlate_methods() + ("auto",)
     precisions = _choices(a.precisions or "all", tc.PRECISIONS, "precision")
     methods = _choices(a.methods, methods_valid, "method") if a.methods else None
@@ -167,7 +228,12 @@ def main(argv=None) -> int:
         print(f"load average {extra['load_average_start']}; FMA peak (GFLOP/s, all cores): "
               f"{extra['fma_peak_gflops']}", file=sys.stderr)
         sweep.rows += _presets.small_call_rows()
-    if a.preset == "astropy":
+    if a.preset in ("filters", "stacks", "dask"):
+        status = family(a, sweep, dev, precisions, methods, parts_asked, extra)
+        parts, bar = [], None
+        if a.preset == "dask" and a.device == "cpu":
+            device_name = f"CPU {_report.cpu_model()}"
+    elif a.preset == "astropy":
         kw = {"sizes": _ints(a.sizes, "sizes")} if a.sizes else {}
         if a.kernels:
             kw["ks"] = _ints(a.kernels, "kernels")
@@ -190,6 +256,8 @@ def main(argv=None) -> int:
     else:
         if a.preset:
             parts = _presets.PRESETS[a.preset]()
+            if a.preset == "kondo" and "general" not in parts_asked:
+                parts = []
         else:
             parts = [Part("sweep", (1024,), (3, 15, 55), precisions,
                           _presets.correlate_methods() + ("auto",), _presets.ALL_PEERS)]
@@ -198,6 +266,8 @@ def main(argv=None) -> int:
                 p.sizes = _ints(a.sizes, "sizes")
             if a.kernels:
                 p.kernels = _ints(a.kernels, "kernels")
+            elif a.rs is not None:  # kondo: the radii of Fig. 5 for Figs. 4 and 6 too
+                p.kernels = tuple(2 * r + 1 for r in _radii(a))
             if a.precisions:
                 p.precisions = precisions
             if methods is not None:
@@ -210,6 +280,11 @@ def main(argv=None) -> int:
         bar = _progress(grid_size(parts), a.no_progress, a.preset or "bench")
         for p in parts:
             sweep.run(p, bar)
+        if a.preset == "kondo" and "fig5" in parts_asked:
+            from ._filters import fig5_rows
+
+            fig5_rows(sweep, tuple(sorted(_ints(a.sizes, "sizes") if a.sizes else (128, 4096),
+                                          reverse=True)), _radii(a))
         if a.preset == "workspace-nonfinite" and dev.lib is not None:
             _presets.workspace_rows(sweep, _ints(a.sizes, "sizes") if a.sizes else (4096, 32768),
                                     _ints(a.kernels, "kernels") if a.kernels else (15, 55))
@@ -222,14 +297,84 @@ def main(argv=None) -> int:
                            preset=a.preset, images=sweep.images,
                            seconds=round(time.time() - t0, 1),
                            skipped_for_time=sweep.skipped_for_time,
-                           notes=__doc__.split("\n\n")[-1].replace("\n", " "), **extra)
-    stem = f"{a.preset or 'bench'}_{_report.slug(device_name)}"
+                           notes=_notes(a.preset), **extra)
+    stem = f"{a.preset or 'bench'}{'_host' if a.host_only else ''}_{_report.slug(device_name)}"
     files = _report.write(doc, Path(a.out), stem)
     if sweep.skipped_for_time:
         print(f"budget of {a.budget_s:g} s reached: {sweep.skipped_for_time} points not timed",
               file=sys.stderr)
     print("wrote", *map(str, files))
+    if a.preset in ("filters", "stacks", "dask"):
+        return status
     return 0
+
+
+def _notes(preset) -> str:
+    """The timing rule the file's rows follow (the family presets state their own)."""
+    doc = __doc__
+    if preset in ("filters", "stacks", "dask"):
+        from . import _dask, _filters, _stacks
+
+        doc = {"filters": _filters, "stacks": _stacks, "dask": _dask}[preset].__doc__
+    return doc.split("\n\n")[-1].replace("\n", " ")
+
+
+def _radii(a) -> tuple:
+    """--rs, else the radii of --kernels' odd sides, else 1..23."""
+    if a.rs is not None:
+        return _ints(a.rs, "rs")
+    if a.kernels:
+        return tuple(k // 2 for k in _ints(a.kernels, "kernels") if k % 2 and k > 1)
+    return tuple(range(1, 24))
+
+
+def family(a, sweep, dev, precisions, methods, parts, extra) -> int:
+    """--preset filters / stacks / dask (were benchmarks/filters.py, stacks.py,
+    dask_multi_gpu.py): their rows into sweep.rows; the exit status (dask: 1 when a result is
+    not bit-for-bit the one call's)."""
+    sizes = _ints(a.sizes, "sizes") if a.sizes else None
+    if sizes and len(sizes) > 1:
+        raise SystemExit(f"tensorconv-bench: error: --preset {a.preset} takes one --sizes value")
+    if a.preset == "filters":
+        from . import _filters
+
+        cv2_rs = () if a.cv2_rs == "" else (_ints(a.cv2_rs, "cv2-rs") if a.cv2_rs
+                                             else (3, 7, 23))
+        errors = _filters.filters_rows(sweep, parts, sizes[0] if sizes else 4096, _radii(a),
+                                       cv2_rs, 11 if a.kornia_max_r is None else a.kornia_max_r)
+        if errors:
+            extra["errors"] = errors
+        return 0
+    if a.preset == "stacks":
+        from . import _stacks
+
+        sweep.rows += _stacks.stacks_rows(sweep, dev.lib == "torch", a.runs, a.quick,
+                                          a.host_only, a.skip_host)
+        return 0
+    from . import _dask
+
+    device = a.device or "cuda"
+    if methods is not None and len(methods) != 1:
+        raise SystemExit("tensorconv-bench: error: --preset dask takes one --methods value")
+    args = dict(device=device, gpus=1 if a.gpus is None else a.gpus,
+                size=sizes[0] if sizes else 65536, chunk=8192 if a.chunk is None else a.chunk,
+                ks=_ints(a.kernels, "kernels") if a.kernels else (15,),
+                precisions=precisions if a.precisions else ("fp32",),
+                boundaries=tuple(b.strip() for b in (a.boundary or "fill").split(",")),
+                method=methods[0] if methods else None, mode=a.mode or "same")
+    try:
+        _dask.plan(**args)
+    except ValueError as e:
+        raise SystemExit(f"tensorconv-bench: error: {e}") from None
+    if device == "cuda" and dev.lib is None:
+        sweep.log("dask rows skipped: no usable CUDA device (see above); --device cpu runs "
+                  "the CPU check")
+        return 0
+    name = dev.name() if device == "cuda" else f"CPU {_report.cpu_model()}"
+    rows = _dask.dask_rows(sweep, name, threads=16 if a.threads is None else a.threads,
+                           runs=a.runs, overhead=a.overhead, **args)
+    sweep.rows += rows
+    return 0 if all(r.get("equal", True) for r in rows) else 1
 
 
 def report(path: Path, readme: Path | None) -> int:
