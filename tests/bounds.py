@@ -16,6 +16,11 @@ from tensorconv._bounds import (MAPE_PCT, MAPE_PCT_METHOD, NONDETERMINISTIC,  # 
 # (mape_bound) as the ceiling.
 GAUSSIAN_MAPE_PCT = {"fp64": 1e-10, "fp32": 1e-5, "fp16fp32": 0.05}
 GAUSSIAN_MAX_ERR = {"fp64": 1e-11, "fp32": 2e-5, "fp16fp32": 2e-3}
+# filters.gaussian's fused filter (separable_boundary) named explicitly: each pass sums its taps
+# one by one in the storage precision, so fp32's MAPE grows with the taps (H100: 7.4e-6 % at 47
+# taps, 1.08e-5 % at 61 taps on a 67 x 91 image in 'constant' mode). 'auto' takes it in fp32 up
+# to 23 taps only (<= 5e-6 % measured), where the GAUSSIAN_MAPE_PCT goal applies.
+GAUSSIAN_FUSED_MAPE_PCT = {"fp64": 1e-10, "fp32": 2e-5}
 # bilateral against the float64 NumPy reference: max relative error on images in [0.05, 1]
 # (fp32 is the issue's goal 1e-5; fp16fp32 stores image and output in float16 (2^-11 each) and
 # rounds the products' operands to fp16).

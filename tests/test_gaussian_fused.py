@@ -47,10 +47,14 @@ def test_fused_vs_scipy(precision, mode, sigma, order):
     assert type(out) is type(x) and tuple(out.shape) == img.shape
     assert str(out.dtype).endswith(NP_DTYPE[precision].__name__)
     ref = ndi.gaussian_filter(img, sigma, order=order, mode=mode, cval=0.75)
-    check_gaussian(out, ref, precision, order, "auto", gaussian_scale(sigma, order, 1.0))
-    # 'auto' on a CUDA array is the same launch: the same bits
+    scale = gaussian_scale(sigma, order, 1.0)
+    check_gaussian(out, ref, precision, order, FUSED, scale)
     auto = filters.gaussian(x, sigma, order=order, mode=mode, cval=0.75)
-    assert np.array_equal(to_host(auto), to_host(out))
+    if precision == "fp64" or k <= 23:
+        # 'auto' on a CUDA array is the same launch: the same bits
+        assert np.array_equal(to_host(auto), to_host(out))
+    else:  # fp32 beyond 23 taps: 'auto' takes the `separable` plan (filters/gaussian.py)
+        check_gaussian(auto, ref, precision, order, "auto", scale)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (1, 37), (37, 1), (3, 5), (2, 300), (130, 70)])
@@ -125,9 +129,9 @@ def test_fused_cache_and_stream():
     torch.cuda.synchronize()  # x was made on the default stream
     with torch.cuda.stream(s):
         y = x * 2  # on s
-        out = filters.gaussian(y, 3.0, mode="wrap")
+        out = filters.gaussian(y, 2.5, mode="wrap")  # 21 taps: 'auto' is the fused filter
     s.synchronize()
-    check_gaussian(out, ndi.gaussian_filter(2 * img.astype(np.float64), 3.0, mode="wrap"),
+    check_gaussian(out, ndi.gaussian_filter(2 * img.astype(np.float64), 2.5, mode="wrap"),
                    "fp32", 0, "auto")
 
 

@@ -7,10 +7,10 @@ The kernel is scipy's: per axis the sampled Gaussian (or its order-th derivative
 differentiation; the 2-D correlation kernel is the outer product of the two axes' reversed 1-D
 kernels. Boundaries are scipy.ndimage's modes.
 
-`separable_boundary` (method 'auto' on a CUDA array in fp32/fp64): the modes are index maps in
-the kernel; one read and one write of the image, nothing padded, the weights in the launch's
-parameters; a repeated call with the same arguments is one launch (its set-up is cached per
-arguments).
+`separable_boundary` (method 'auto' on a CUDA array in fp64, and in fp32 up to 23 taps per
+axis): the modes are index maps in the kernel; one read and one write of the image, nothing
+padded, the weights in the launch's parameters; a repeated call with the same arguments is one
+launch (its set-up is cached per arguments).
 
 Registry methods: padding on the array's own device, but the image is not padded as a whole
 (that would be one more pass over it): the interior (all pixels at least one radius from the
@@ -35,6 +35,13 @@ from ._common import (SplitRun, can_split, check_cval, check_image, check_mode, 
 
 # The fused GPU filter (not a registry method: it filters with boundary modes, not 'valid').
 FUSED = "separable_boundary"
+# 'auto' in fp32 takes the fused filter up to this many taps per axis (radius 11) and the
+# `separable` plan (interior + strips) above: on the H100 at 4096² the fused filter was as fast
+# at radius 11 (0.158 vs 0.155 ms) and slower from 15 (0.193 vs 0.184; radius 23: 0.321 vs
+# 0.227), and its fp32 sums, tap by tap, drift with the taps (MAPE 7.4e-6 % at radius 23 against
+# the plan's 2.2e-6 %: its column pass runs on fp64 MMAs from 25 taps). fp64, and modes that
+# differ per axis (which only the fused filter takes), stay fused.
+_FUSED_FP32_MAX_TAPS = 23
 # _common.MODES' names -> the kernel's mode numbers (csrc/cuda/filters/separable_boundary.hpp).
 _KMODE = {"symm": 0, "fill": 1, "edge": 2, "reflect": 3, "wrap": 4}
 
@@ -256,6 +263,9 @@ def _fused_or_none(w0, w1, shape, modes, cval, method, precision, on_device):
                                                  _STORAGE[precision]):
         why = (f"a {len(w0)} x {len(w1)} kernel does not fit its shared memory (or no CUDA build); "
                "method 'auto' takes the `separable` plan")
+    if why is None and method == "auto" and precision == "fp32" and \
+            max(len(w0), len(w1)) > _FUSED_FP32_MAX_TAPS and modes[0] == modes[1]:
+        return None  # the strips + `separable` plan: faster and more accurate there (above)
     if why is None:
         return _Fused(w0, w1, shape, modes, cval, _STORAGE[precision])
     if method == FUSED:
@@ -320,7 +330,8 @@ def gaussian(image, sigma, *, order=0, mode="reflect", cval=0.0, truncate=4.0, r
     device.
 
     method: 'auto' (CUDA arrays: 'separable_boundary', the one-launch fused separable filter with
-    the boundary modes built in, for fp32/fp64; the `separable` plan otherwise; host arrays: the
+    the boundary modes built in, for fp64 and for fp32 up to 23 taps per axis; the `separable`
+    plan otherwise; host arrays: the
     separable passes on the GPU for large images, on the CPU two NumPy 1-D passes from 41x41
     taps, `direct` below), 'separable_boundary', or any correlate2d method of tensorconv.methods()
     (e.g. 'separable', 'naive_shmem', 'fir_dki', 'im2tensor_fused'), which then runs the 2-D
