@@ -347,8 +347,9 @@ int main(int argc, char** argv) {
                     L.blocks_per_sm, L.regs, L.smem / 1024, diff ? " DIFF" : "");
         if (diff) std::printf("(%lld px)", diff);
         if (v == 1 && th == 0) generic_default.push_back({r, ms});
-        if (v >= 1 && diff == 0 && g_tally32[v].fails == 0 && ms < best.ms)
-          best = Best{ms, v, L.tile_rows};  // only variants with no correctness failure
+        if (v >= 1 && diff == 0 && g_tally32[v].cases > 0 && g_tally32[v].fails == 0 &&
+            ms < best.ms)
+          best = Best{ms, v, L.tile_rows};  // only variants checked with no failure
       }
       std::printf("\n");
     }

@@ -22,9 +22,10 @@ from scipy import ndimage
 KTW = 64
 MAXT = 512
 MODES = ["reflect", "constant", "nearest", "mirror", "wrap"]
-# kFixed of separable_boundary_fixed.cu: (R0, V0, R1, VEC1)
-FIXED = {2: (8, 1, 8, False), 3: (8, 1, 8, True), 4: (8, 4, 8, True), 5: (16, 1, 16, True),
-         6: (8, 4, 16, True), 7: (8, 1, 8, True)}
+# kFixed of separable_boundary_fixed.cu: (R0, V0, R1, VEC1, NSTAGE)
+FIXED = {2: (8, 1, 8, False, 2), 3: (8, 1, 8, True, 2), 4: (8, 4, 8, True, 2),
+         5: (16, 1, 16, True, 2), 6: (8, 4, 16, True, 2), 7: (8, 1, 8, True, 2),
+         8: (8, 1, 8, True, 3), 9: (16, 1, 16, True, 3)}
 OPTIN = 227 * 1024
 SMEM_PER_SM, RESERVED = 228 * 1024, 1024
 
@@ -55,16 +56,16 @@ def in_size_of(K, vec1, th):
     return round_up(max(a, b), 4)
 
 
-def total_of(K, vec1, th):
-    return 2 * in_size_of(K, vec1, th) + th * mid_pitch_of(K, vec1) + 8
+def total_of(K, vec1, th, nstage=2):
+    return nstage * in_size_of(K, vec1, th) + th * mid_pitch_of(K, vec1) + 8
 
 
-def fit_tile_rows(K, vec1):
+def fit_tile_rows(K, vec1, nstage=2):
     for blocks in (4, 2, 1):
         for th in (64, 32, 16):
             if th == 16 and blocks == 4:
                 continue
-            b = total_of(K, vec1, th) * 4
+            b = total_of(K, vec1, th, nstage) * 4
             if b <= OPTIN and blocks * (b + RESERVED) <= SMEM_PER_SM:
                 return th
     return 0
@@ -144,7 +145,7 @@ def bank_conflict_free_f4(addrs):
 
 def emulate(img, w0, w1, m0, m1, cval, variant, th, vec=True):
     """The fixed kernel's result for img (float64 arithmetic, the kernel's summation order)."""
-    R0, V0, R1, vec1 = FIXED[variant]
+    R0, V0, R1, vec1, nstage = FIXED[variant]
     K = len(w0)
     assert len(w1) == K
     r, shift, ip = K // 2, shift_of(K), in_pitch_of(K)
@@ -153,17 +154,17 @@ def emulate(img, w0, w1, m0, m1, cval, variant, th, vec=True):
     G0 = ncols if V0 == 1 else ip // 4
     h, w = img.shape
     in_size = in_size_of(K, vec1, th)
-    total = total_of(K, vec1, th)
-    mid_off = 2 * in_size
+    total = total_of(K, vec1, th, nstage)
+    mid_off = nstage * in_size
     items0, items1 = (th // R0) * G0, th * (KTW // R1)
     nt = pick_threads(items0, items1)
     tiles_x = -(-w // KTW)
     tiles = tiles_x * -(-h // th)
     out = np.full((h, w), np.nan)
     conflicts = 0
-    for k, tile in enumerate(range(tiles)):  # one block, every tile in turn (buffer k & 1)
+    for k, tile in enumerate(range(tiles)):  # one block, every tile in turn (buffer k % nstage)
         sm = Smem(total)  # NaN: nothing carried between tiles is used
-        base = (k & 1) * in_size
+        base = (k % nstage) * in_size
         ty, tx = divmod(tile, tiles_x)
         y0, x0 = ty * th, tx * KTW
         # stage(): rows th + 2r, staged column c = image column x0 - r - shift + c
@@ -251,10 +252,10 @@ def main():
     print("layout per tap count: K, tile rows (auto) and shared KB per variant")
     for K in range(3, 24, 2):
         row = []
-        for v, (R0, V0, R1, vec1) in FIXED.items():
-            th = fit_tile_rows(K, vec1)
-            row.append(f"v{v} th{th} {total_of(K, vec1, th) * 4 / 1024:.0f}K "
-                       f"(64: {total_of(K, vec1, 64) * 4 / 1024:.0f}K)")
+        for v, (R0, V0, R1, vec1, ns) in FIXED.items():
+            th = fit_tile_rows(K, vec1, ns)
+            row.append(f"v{v} th{th} {total_of(K, vec1, th, ns) * 4 / 1024:.0f}K "
+                       f"(64: {total_of(K, vec1, 64, ns) * 4 / 1024:.0f}K)")
         print(f"  K={K:2d}: " + "; ".join(row))
     shapes = [(67, 91), (1, 37), (37, 1), (3, 5), (130, 70), (1, 1), (100, 128), (70, 200)]
     n = bad = 0

@@ -172,39 +172,10 @@ int pick_th(const SeparableBoundaryArgs& a, int optin) {
 
 template <class T, class P>
 void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev) {
-  const std::size_t smem = smem_bytes<T>(th, a.k0, a.k1);
-  auto kern = separable_boundary_kernel<T, P>;
-  Params<T> p;
-  p.in = a.in;
-  p.out = a.out;
-  for (int i = 0; i < kMaxW; ++i)
-    p.wt[i] = i < a.k0 + a.k1 ? static_cast<T>(a.weights[i]) : T(0);
-  p.in_stride = a.in_stride;
-  p.out_stride = a.out_stride;
-  p.h = static_cast<int>(a.rows);
-  p.w = static_cast<int>(a.cols);
-  p.k0 = a.k0;
-  p.k1 = a.k1;
-  p.mode0 = a.mode0;
-  p.mode1 = a.mode1;
-  p.th = th;
-  p.lth = th == 64 ? 6 : th == 32 ? 5 : 4;
-  p.tiles_x = ceil_div(a.cols, kTW);
-  const std::int64_t tiles = static_cast<std::int64_t>(p.tiles_x) * ceil_div(a.rows, th);
-  p.tiles = static_cast<int>(tiles);
-  p.cval = a.cval;
-  constexpr int VE = Layout<T>::VE;
-  p.vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_stride % VE == 0;
-  p.vec_out = false;
-  // Persistent blocks: as many as fit at once (each stages its next tile while it filters).
-  const int nt = threads(th, a.k1);
-  const int per_sm = blocks_per_sm(kern, smem, nt, dev);
-  if (per_sm < 1) throw ValueError("separable_boundary: kernel does not fit the device");
-  const std::int64_t grid =
-      std::min<std::int64_t>(tiles, static_cast<std::int64_t>(per_sm) * dev.sms);
-  note_launch(kern, 1, th, nt, per_sm, smem);
-  kern<<<static_cast<unsigned>(grid), nt, smem, reinterpret_cast<cudaStream_t>(a.stream)>>>(p);
-  TC_CUDA_LAUNCH_CHECK();
+  Params<T> p = make_params<T>(a, th);
+  p.vec_out = false;  // (the generic kernel stores the tile by scalars)
+  launch_persistent(separable_boundary_kernel<T, P>, p, threads(th, a.k1),
+                    smem_bytes<T>(th, a.k0, a.k1), 1, a, dev);
 }
 
 // The default per radius for float32 with k0 == k1 = 2r + 1 <= 23 (filters.gaussian's case):

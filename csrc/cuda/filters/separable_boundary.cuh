@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -219,6 +220,46 @@ void note_launch(Kern kern, int variant, int th, int nt, int per_sm, std::size_t
   l.threads = nt;
   l.blocks_per_sm = per_sm;
   l.smem = static_cast<long long>(smem);
+}
+
+// The launch parameters of a tile height th (weights converted to T: k0 + k1 of them).
+template <class T>
+Params<T> make_params(const SeparableBoundaryArgs& a, int th) {
+  Params<T> p;
+  p.in = a.in;
+  p.out = a.out;
+  for (int i = 0; i < kMaxW; ++i)
+    p.wt[i] = i < a.k0 + a.k1 ? static_cast<T>(a.weights[i]) : T(0);
+  p.in_stride = a.in_stride;
+  p.out_stride = a.out_stride;
+  p.h = static_cast<int>(a.rows);
+  p.w = static_cast<int>(a.cols);
+  p.k0 = a.k0;
+  p.k1 = a.k1;
+  p.mode0 = a.mode0;
+  p.mode1 = a.mode1;
+  p.th = th;
+  p.lth = th == 64 ? 6 : th == 32 ? 5 : 4;
+  p.tiles_x = static_cast<int>(ceil_div(a.cols, kTW));
+  p.tiles = static_cast<int>(static_cast<std::int64_t>(p.tiles_x) * ceil_div(a.rows, th));
+  p.cval = a.cval;
+  constexpr int VE = 16 / sizeof(T);
+  p.vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_stride % VE == 0;
+  p.vec_out = reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0 && a.out_stride % VE == 0;
+  return p;
+}
+
+// Persistent blocks: as many as fit at once (each stages its next tiles while it filters).
+template <class Kern, class T>
+void launch_persistent(Kern kern, const Params<T>& p, int nt, std::size_t smem, int variant,
+                       const SeparableBoundaryArgs& a, DeviceInfo& dev) {
+  const int per_sm = blocks_per_sm(kern, smem, nt, dev);
+  if (per_sm < 1) throw ValueError("separable_boundary: kernel does not fit the device");
+  const std::int64_t grid =
+      std::min<std::int64_t>(p.tiles, static_cast<std::int64_t>(per_sm) * dev.sms);
+  note_launch(kern, variant, p.th, nt, per_sm, smem);
+  kern<<<static_cast<unsigned>(grid), nt, smem, reinterpret_cast<cudaStream_t>(a.stream)>>>(p);
+  TC_CUDA_LAUNCH_CHECK();
 }
 
 // The fp32 fixed-tap kernels (separable_boundary_fixed.cu): variants 2.. of

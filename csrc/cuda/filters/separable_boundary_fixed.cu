@@ -15,6 +15,8 @@
 //   VEC1     the axis-1 pass reads its row by float4 (intermediate pitch = 4 mod 32: the 8 lanes
 //            of a float4 phase hit 8 distinct bank quads), writes its R1 outputs by float4, and
 //            the tile leaves by float4 stores; without it, scalar reads of an odd-pitch row.
+//   MINB     __launch_bounds__' minimum resident blocks (register cap: occupancy against ILP);
+//   NSTAGE   staged tiles per block (2: one tile's loads in flight while one filters; 3: two).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -39,21 +41,23 @@ __host__ __device__ constexpr int fx_in_size(int K, bool vec1, int th) {
   return round_up((th + K - 1) * fx_in_pitch(K) > th * fx_out_pitch(vec1)
                       ? (th + K - 1) * fx_in_pitch(K) : th * fx_out_pitch(vec1), 4);
 }
+// nstage staged tiles (2: the next one loads while this one is filtered; 3: two ahead);
 // + 8: the float4 reads of the last intermediate row may pass its end by up to 3 floats.
-__host__ __device__ constexpr int fx_total(int K, bool vec1, int th) {
-  return 2 * fx_in_size(K, vec1, th) + th * fx_mid_pitch(K, vec1) + 8;
+__host__ __device__ constexpr int fx_total(int K, bool vec1, int th, int nstage) {
+  return nstage * fx_in_size(K, vec1, th) + th * fx_mid_pitch(K, vec1) + 8;
 }
 
 struct StageGeom {  // what stage() reads of a layout
   int shift, in_pitch;
 };
 
-template <int K, int R0, int V0, int R1, bool VEC1, int MINB>
+template <int K, int R0, int V0, int R1, bool VEC1, int MINB, int NSTAGE>
 __global__ void __launch_bounds__(kMaxThreads, MINB)
 fixed_kernel(const __grid_constant__ Params<float> p) {
   static_assert(V0 == 1 || V0 == 4, "V0: 1 or 4 columns");
   static_assert(!VEC1 || R1 % 4 == 0, "float4 outputs need R1 % 4 == 0");
   static_assert(V0 == 1 || VEC1, "float4 stores of the intermediate need its 4 mod 32 pitch");
+  static_assert(NSTAGE == 2 || NSTAGE == 3, "2 or 3 staged tiles");
   constexpr int r = K / 2, shift = fx_shift(K), in_pitch = fx_in_pitch(K);
   constexpr int mid_pitch = fx_mid_pitch(K, VEC1), out_pitch = fx_out_pitch(VEC1);
   constexpr int ncols = kTW + 2 * r;
@@ -63,7 +67,7 @@ fixed_kernel(const __grid_constant__ Params<float> p) {
   float* sm = reinterpret_cast<float*>(smem_raw);
   const int th = p.th;
   const int in_size = fx_in_size(K, VEC1, th);
-  float* mid_s = sm + 2 * in_size;
+  float* mid_s = sm + NSTAGE * in_size;
   float* out = static_cast<float*>(p.out);
   const int tid = threadIdx.x, nt = blockDim.x;
   const float cval = static_cast<float>(p.cval);
@@ -71,17 +75,28 @@ fixed_kernel(const __grid_constant__ Params<float> p) {
   const int items0 = (th / R0) * G0, items1 = th * (kTW / R1);
   const StageGeom geom{shift, in_pitch};
 
+  // Tiles blockIdx.x + s * gridDim.x go to buffer s % NSTAGE; every step commits one cp.async
+  // group (empty past the last tile), so "all but the newest NSTAGE - 1 groups done" is always
+  // "this tile staged".
   int tile = blockIdx.x;
-  if (tile < p.tiles) stage<float>(p, geom, tile, sm);
-  for (int k = 0; tile < p.tiles; ++k, tile += gridDim.x) {
-    float* in_s = sm + (k & 1) * in_size;
-    const int next = tile + gridDim.x;
-    if (next < p.tiles) {
-      stage<float>(p, geom, next, sm + ((k + 1) & 1) * in_size);
-      asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-    } else {
-      asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-    }
+#pragma unroll
+  for (int s = 0; s < NSTAGE - 1; ++s) {
+    const int t = tile + s * gridDim.x;
+    if (t < p.tiles)
+      stage<float>(p, geom, t, sm + s * in_size);
+    else
+      asm volatile("cp.async.commit_group;\n" ::: "memory");
+  }
+  int buf = 0;  // this tile's buffer
+  for (; tile < p.tiles; tile += gridDim.x, buf = buf + 1 == NSTAGE ? 0 : buf + 1) {
+    float* in_s = sm + buf * in_size;
+    const int ahead = tile + (NSTAGE - 1) * gridDim.x;
+    const int abuf = buf == 0 ? NSTAGE - 1 : buf - 1;  // (buf + NSTAGE - 1) % NSTAGE
+    if (ahead < p.tiles)
+      stage<float>(p, geom, ahead, sm + abuf * in_size);
+    else
+      asm volatile("cp.async.commit_group;\n" ::: "memory");
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(NSTAGE - 1) : "memory");
     __syncthreads();
     const int ty = tile / p.tiles_x, tx = tile - ty * p.tiles_x;
     const int y0 = ty * th, x0 = tx * kTW;
@@ -208,20 +223,23 @@ fixed_kernel(const __grid_constant__ Params<float> p) {
 
 // The variants 2 .. 1 + kNumFixed of SeparableBoundaryArgs::variant.
 // minb: __launch_bounds__' minimum blocks of 512 threads per SM (1: ptxas free to use up to
-// 128 registers for load hoisting / ILP; 3: capped at 40 registers, the generic kernel's occupancy).
+// 128 registers for load hoisting / ILP; 3: capped at 40 registers, the generic kernel's
+// occupancy); nstage: staged tiles per block (3: two tiles' loads in flight while one filters).
 struct FixedCfg {
   int R0, V0, R1;
   bool vec1;
-  int minb;
+  int minb, nstage;
   const char* name;
 };
 constexpr FixedCfg kFixed[] = {
-    {8, 1, 8, false, 1, "fixK r8|r8"},      // 2: taps compiled in, else the generic's work split
-    {8, 1, 8, true, 1, "fixK r8|r8v"},      // 3: + float4 axis-1 reads and output stores
-    {8, 4, 8, true, 1, "fixK c4r8|r8v"},    // 4: + 4 columns per axis-0 thread (float4)
-    {16, 1, 16, true, 1, "fixK r16|r16v"},  // 5: 16 outputs per thread both ways
-    {8, 4, 16, true, 1, "fixK c4r8|r16v"},  // 6: float4 axis 0, 16 per axis-1 thread
-    {8, 1, 8, true, 3, "fixK r8|r8v occ3"}, // 7: variant 3 at <= 40 registers (3 blocks of 512)
+    {8, 1, 8, false, 1, 2, "fixK r8|r8"},        // 2: taps compiled in, generic's work split
+    {8, 1, 8, true, 1, 2, "fixK r8|r8v"},        // 3: + float4 axis-1 reads, output stores
+    {8, 4, 8, true, 1, 2, "fixK c4r8|r8v"},      // 4: + 4 columns per axis-0 thread (float4)
+    {16, 1, 16, true, 1, 2, "fixK r16|r16v"},    // 5: 16 outputs per thread both ways
+    {8, 4, 16, true, 1, 2, "fixK c4r8|r16v"},    // 6: float4 axis 0, 16 per axis-1 thread
+    {8, 1, 8, true, 3, 2, "fixK r8|r8v occ3"},   // 7: variant 3 at <= 40 registers
+    {8, 1, 8, true, 3, 3, "fixK r8|r8v occ3 s3"},  // 8: variant 7, 3 staged tiles
+    {16, 1, 16, true, 1, 3, "fixK r16|r16v s3"},   // 9: variant 5, 3 staged tiles
 };
 constexpr int kNumFixed = sizeof(kFixed) / sizeof(kFixed[0]);
 
@@ -231,7 +249,8 @@ const char* fixed_variant_name(int v) {
 }
 
 std::size_t fixed_smem(int v, int K, int th) {
-  return static_cast<std::size_t>(fx_total(K, kFixed[v - 2].vec1, th)) * sizeof(float);
+  const FixedCfg& c = kFixed[v - 2];
+  return static_cast<std::size_t>(fx_total(K, c.vec1, th, c.nstage)) * sizeof(float);
 }
 
 int fixed_th(int v, int K, int forced, int optin) {
@@ -255,41 +274,14 @@ bool fixed_supported(int v, std::int64_t rows, std::int64_t cols, int k0, int k1
          k0 >= 3 && k0 <= kFixedMaxTaps && fixed_th(v, k0, 0, optin) > 0;
 }
 
-template <int K, int R0, int V0, int R1, bool VEC1, int MINB>
+template <int K, int R0, int V0, int R1, bool VEC1, int MINB, int NSTAGE>
 void launch_one(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
   const int th = fixed_th(v, K, a.tile_rows, dev.optin);
   if (th == 0)
     throw ValueError("separable_boundary: tile_rows must be 16, 32 or 64 and fit shared memory");
-  const std::size_t smem = fixed_smem(v, K, th);
-  auto kern = fixed_kernel<K, R0, V0, R1, VEC1, MINB>;
-  Params<float> p;
-  p.in = a.in;
-  p.out = a.out;
-  for (int i = 0; i < kMaxW; ++i) p.wt[i] = i < 2 * K ? static_cast<float>(a.weights[i]) : 0.f;
-  p.in_stride = a.in_stride;
-  p.out_stride = a.out_stride;
-  p.h = static_cast<int>(a.rows);
-  p.w = static_cast<int>(a.cols);
-  p.k0 = p.k1 = K;
-  p.mode0 = a.mode0;
-  p.mode1 = a.mode1;
-  p.th = th;
-  p.lth = th == 64 ? 6 : th == 32 ? 5 : 4;
-  p.tiles_x = ceil_div(a.cols, kTW);
-  const std::int64_t tiles = static_cast<std::int64_t>(p.tiles_x) * ceil_div(a.rows, th);
-  p.tiles = static_cast<int>(tiles);
-  p.cval = a.cval;
-  p.vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_stride % 4 == 0;
-  p.vec_out = reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0 && a.out_stride % 4 == 0;
   constexpr int G0 = V0 == 1 ? kTW + K - 1 : fx_in_pitch(K) / 4;
-  const int nt = pick_threads(th / R0 * G0, th * kTW / R1);
-  const int per_sm = blocks_per_sm(kern, smem, nt, dev);
-  if (per_sm < 1) throw ValueError("separable_boundary: kernel does not fit the device");
-  const std::int64_t grid =
-      std::min<std::int64_t>(tiles, static_cast<std::int64_t>(per_sm) * dev.sms);
-  note_launch(kern, v, th, nt, per_sm, smem);
-  kern<<<static_cast<unsigned>(grid), nt, smem, reinterpret_cast<cudaStream_t>(a.stream)>>>(p);
-  TC_CUDA_LAUNCH_CHECK();
+  launch_persistent(fixed_kernel<K, R0, V0, R1, VEC1, MINB, NSTAGE>, make_params<float>(a, th),
+                    pick_threads(th / R0 * G0, th * kTW / R1), fixed_smem(v, K, th), v, a, dev);
 }
 
 template <int C>
@@ -297,7 +289,7 @@ void launch_cfg(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
   constexpr FixedCfg c = kFixed[C];
   switch (a.k0) {
 #define TC_SEPB_K(K) \
-  case K: return launch_one<K, c.R0, c.V0, c.R1, c.vec1, c.minb>(a, v, dev);
+  case K: return launch_one<K, c.R0, c.V0, c.R1, c.vec1, c.minb, c.nstage>(a, v, dev);
     TC_SEPB_K(3) TC_SEPB_K(5) TC_SEPB_K(7) TC_SEPB_K(9) TC_SEPB_K(11) TC_SEPB_K(13)
     TC_SEPB_K(15) TC_SEPB_K(17) TC_SEPB_K(19) TC_SEPB_K(21) TC_SEPB_K(23)
 #undef TC_SEPB_K
@@ -306,7 +298,7 @@ void launch_cfg(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
 }
 
 void launch_fixed(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
-  static_assert(kNumFixed == 6, "one case per kFixed row");
+  static_assert(kNumFixed == 8, "one case per kFixed row");
   switch (v) {
     case 2: return launch_cfg<0>(a, v, dev);
     case 3: return launch_cfg<1>(a, v, dev);
@@ -314,6 +306,8 @@ void launch_fixed(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
     case 5: return launch_cfg<3>(a, v, dev);
     case 6: return launch_cfg<4>(a, v, dev);
     case 7: return launch_cfg<5>(a, v, dev);
+    case 8: return launch_cfg<6>(a, v, dev);
+    case 9: return launch_cfg<7>(a, v, dev);
     default: throw ValueError("separable_boundary: variant out of range");
   }
 }
