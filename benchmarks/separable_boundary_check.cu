@@ -1,20 +1,31 @@
 // Standalone check and timing of the fused separable filter with boundary modes
-// (csrc/cuda/filters/separable_boundary.*) without the package build: random images and weights,
-// every mode pair, float32/float64, odd / tiny / 1 x N shapes against a float64 host reference of
-// scipy.ndimage's algorithm (axis 0 then axis 1, 'constant' re-extends the intermediate with
-// cval); then 4096^2 float32 Gaussian (sigma = r / 2) timed per radius (CUDA events, median of
-// 20) beside a device-to-device copy of the image (the memory floor).
-//   nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc benchmarks/separable_boundary_check.cu \
-//        csrc/cuda/filters/separable_boundary.cu -o separable_boundary_check
+// (csrc/cuda/filters/separable_boundary*.cu) and of its kernel variants
+// (SeparableBoundaryArgs::variant) without the package build:
+//  1. correctness: random images and weights, every mode pair, float32/float64, odd / tiny / 1 x N
+//     shapes, forced tile heights, planted inf, against a float64 host model of scipy.ndimage's
+//     algorithm (axis 0 then axis 1, 'constant' re-extends the intermediate with cval); every
+//     variant runs every case it applies to (the fixed-tap ones: fp32, k0 == k1 <= 23), counted
+//     per variant;
+//  2. timing: 4096^2 float32 Gaussian (sigma = r / 2, reflect) per radius, every variant x tile
+//     height (CUDA events, median of 20; each output also compared with the generic kernel's,
+//     which must be bit-identical) beside a device-to-device copy of the image (the memory
+//     floor); then the fastest per radius and the default table to paste into
+//     separable_boundary.cu (kDefaultF32).
+//   nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc --expt-relaxed-constexpr \
+//        benchmarks/separable_boundary_check.cu csrc/cuda/filters/separable_boundary.cu \
+//        csrc/cuda/filters/separable_boundary_fixed.cu -o separable_boundary_check
+//   ./separable_boundary_check [check]      (check: correctness only)
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <cstdlib>
 #include <exception>
+#include <map>
 #include <vector>
 
 #include "cuda/filters/separable_boundary.hpp"
@@ -78,9 +89,36 @@ static std::vector<double> reference(const std::vector<double>& x, int h, int w,
   return pass1d(pass1d(x, h, w, w0, 0, m0, cval), h, w, w1, 1, m1, cval);
 }
 
+// Per-variant tallies of the correctness part.
+struct Tally {
+  int cases = 0, fails = 0;
+  double worst = 0;
+};
+static std::map<int, Tally> g_tally32, g_tally64;  // variant -> tally
+
+// Max relative error of out against ref (scale: the weights' and cval's magnitude); NaN/inf
+// must match the reference exactly.
 template <class T>
-static double run_case(int h, int w, int k0, int k1, int m0, int m1, double cval, unsigned seed,
-                       int pad_stride, int th = 0, bool plant_inf = false) {
+static double rel_err(const std::vector<T>& out, const std::vector<double>& ref, double scale) {
+  double err = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double o = static_cast<double>(out[i]);
+    if (!std::isfinite(ref[i])) {  // same NaN / inf (and sign) as the reference
+      if (std::isnan(ref[i]) != std::isnan(o) || (!std::isnan(o) && o != ref[i])) err = 1e300;
+      continue;
+    }
+    double e = std::fabs(o - ref[i]) / scale;
+    if (!(e <= 1e300)) e = 1e300;  // NaN
+    err = std::max(err, e);
+  }
+  return err;
+}
+
+// One case: the float64 model once, then every variant that applies (float64: variants 0, 1).
+// Returns whether all passed.
+template <class T>
+static bool run_case(int h, int w, int k0, int k1, int m0, int m1, double cval, unsigned seed,
+                     int pad_stride, int th = 0, bool plant_inf = false) {
   std::mt19937 g(seed);
   std::uniform_real_distribution<double> U(0.0, 1.0), S(-1.0, 1.0);
   const int is = w + pad_stride;
@@ -99,33 +137,45 @@ static double run_case(int h, int w, int k0, int k1, int m0, int m1, double cval
   CK(cudaMalloc(&dx, xs.size() * sizeof(T)));
   CK(cudaMalloc(&dout, out.size() * sizeof(T)));
   CK(cudaMemcpy(dx, xs.data(), xs.size() * sizeof(T), cudaMemcpyHostToDevice));
-  CK(cudaMemset(dout, 0xff, out.size() * sizeof(T)));
-  SeparableBoundaryArgs a;
-  a.in = dx; a.rows = h; a.cols = w; a.in_stride = is; a.out = dout; a.out_stride = w;
-  a.dtype = sizeof(T) == 4 ? DType::f32 : DType::f64;
-  a.weights = ws.data(); a.k0 = k0; a.k1 = k1; a.mode0 = m0; a.mode1 = m1; a.cval = cval;
-  a.tile_rows = th;
-  separable_boundary(a);
-  CK(cudaDeviceSynchronize());
-  CK(cudaMemcpy(out.data(), dout, out.size() * sizeof(T), cudaMemcpyDeviceToHost));
-  auto ref = reference(x, h, w, w0, w1, m0, m1, cval);
+  const auto ref = reference(x, h, w, w0, w1, m0, m1, cval);
   double sw0 = 0, sw1 = 0;
   for (double v : w0) sw0 += std::fabs(v);
   for (double v : w1) sw1 += std::fabs(v);
   const double scale = std::max(1.0, std::fabs(cval)) * sw0 * sw1;
-  double err = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const double o = static_cast<double>(out[i]);
-    if (!std::isfinite(ref[i])) {  // same NaN / inf (and sign) as the reference
-      if (std::isnan(ref[i]) != std::isnan(o) || (!std::isnan(o) && o != ref[i])) err = 1e300;
-      continue;
+  const bool f32 = sizeof(T) == 4;
+  const double tol = f32 ? 2e-6 : 1e-13;
+  bool ok = true;
+  const int nv = f32 ? separable_boundary_variants() : 2;
+  for (int v = 0; v < nv; ++v) {
+    SeparableBoundaryArgs a;
+    a.in = dx; a.rows = h; a.cols = w; a.in_stride = is; a.out = dout; a.out_stride = w;
+    a.dtype = f32 ? DType::f32 : DType::f64;
+    a.weights = ws.data(); a.k0 = k0; a.k1 = k1; a.mode0 = m0; a.mode1 = m1; a.cval = cval;
+    a.tile_rows = th;
+    a.variant = v;
+    CK(cudaMemset(dout, 0xff, out.size() * sizeof(T)));
+    try {
+      separable_boundary(a);
+    } catch (const std::exception&) {
+      continue;  // the variant does not apply (dtype, taps, tile rows): not counted
     }
-    double e = std::fabs(o - ref[i]) / scale;
-    if (!(e <= 1e300)) e = 1e300;  // NaN
-    err = std::max(err, e);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(out.data(), dout, out.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    const double e = rel_err(out, ref, scale);
+    Tally& t = (f32 ? g_tally32 : g_tally64)[v];
+    ++t.cases;
+    t.worst = std::max(t.worst, e);
+    if (e > tol) {
+      ++t.fails;
+      ok = false;
+      if (t.fails <= 5)
+        std::printf("FAIL v%d %s %dx%d (stride %d) k=%dx%d modes %d,%d cval %g th %d inf %d: "
+                    "err %.3g\n", v, f32 ? "f32" : "f64", h, w, is, k0, k1, m0, m1, cval, th,
+                    int(plant_inf), e);
+    }
   }
   cudaFree(dx); cudaFree(dout);
-  return err;
+  return ok;
 }
 
 static std::vector<double> gauss(double sigma, int r) {
@@ -141,12 +191,15 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device %s\n", prop.name);
+  const int nvar = separable_boundary_variants();
+  std::printf("variants:");
+  for (int v = 0; v < nvar; ++v) std::printf("  %d=%s", v, separable_boundary_variant_name(v));
+  std::printf("\n");
   // 1. Correctness.
   struct Shape { int h, w; };
   const Shape shapes[] = {{67, 91}, {1, 37}, {37, 1}, {3, 5}, {130, 70}, {1, 1}, {200, 257}};
   const int ks[][2] = {{3, 3}, {1, 7}, {9, 5}, {25, 13}, {49, 49}, {97, 33}, {161, 161}};
   int fails = 0, cases = 0;
-  double worst32 = 0, worst64 = 0;
   unsigned seed = 1;
   for (auto s : shapes)
     for (auto k : ks)
@@ -156,18 +209,11 @@ int main(int argc, char** argv) {
           const double cval = (seed % 2) ? 0.75 : -2.0;
           const int ps = (seed % 4 == 0) ? 3 : 0;
           if (!separable_boundary_supported(s.h, s.w, k[0], k[1], DType::f32)) { ++seed; continue; }
-          double e32 = run_case<float>(s.h, s.w, k[0], k[1], m0, m1, cval, seed, ps);
-          double e64 = separable_boundary_supported(s.h, s.w, k[0], k[1], DType::f64)
-                           ? run_case<double>(s.h, s.w, k[0], k[1], m0, m1, cval, seed, ps) : 0;
+          bool ok = run_case<float>(s.h, s.w, k[0], k[1], m0, m1, cval, seed, ps);
+          if (separable_boundary_supported(s.h, s.w, k[0], k[1], DType::f64))
+            ok = run_case<double>(s.h, s.w, k[0], k[1], m0, m1, cval, seed, ps) && ok;
           ++cases;
-          worst32 = std::max(worst32, e32);
-          worst64 = std::max(worst64, e64);
-          if (e32 > 2e-6 || e64 > 1e-13) {
-            ++fails;
-            if (fails < 20)
-              std::printf("FAIL %dx%d k=%dx%d modes %d,%d cval %g: err32 %.3g err64 %.3g\n", s.h,
-                          s.w, k[0], k[1], m0, m1, cval, e32, e64);
-          }
+          fails += !ok;
           ++seed;
         }
   // forced tile heights and a planted inf (NaN/inf only where scipy has them)
@@ -175,32 +221,57 @@ int main(int argc, char** argv) {
     for (auto s : {Shape{67, 91}, Shape{130, 200}})
       for (int k : {3, 11, 25}) {
         const int m = (th + k) % 5;
-        double e32 = run_case<float>(s.h, s.w, k, k + 2, m, (m + 1) % 5, 0.5, seed, 0, th, true);
-        double e64 = run_case<double>(s.h, s.w, k, k + 2, m, (m + 1) % 5, 0.5, seed, 0, th, true);
+        bool ok = run_case<float>(s.h, s.w, k, k + 2, m, (m + 1) % 5, 0.5, seed, 0, th, true);
+        ok = run_case<double>(s.h, s.w, k, k + 2, m, (m + 1) % 5, 0.5, seed, 0, th, true) && ok;
         ++cases;
         ++seed;
-        worst32 = std::max(worst32, e32);
-        worst64 = std::max(worst64, e64);
-        if (e32 > 2e-6 || e64 > 1e-13) {
-          ++fails;
-          std::printf("FAIL th=%d %dx%d k=%d inf: err32 %.3g err64 %.3g\n", th, s.h, s.w, k, e32, e64);
-        }
+        fails += !ok;
       }
-  std::printf("correctness: %d cases, %d failures, worst rel err fp32 %.3g fp64 %.3g\n", cases,
-              fails, worst32, worst64);
-  for (int k = 41; k < 400; k += 10)
+  // The fixed-tap variants' domain: k0 == k1 = 3 .. 23, every shape above plus whole and partial
+  // 64-column tiles with 16-byte-aligned rows (16-byte staging and float4 output stores), every
+  // equal mode pair and four mixed ones, tile heights 0/16/32/64 in turn, a planted inf in a
+  // third of the cases.
+  const Shape shapes2[] = {{67, 91}, {1, 37}, {37, 1}, {3, 5}, {130, 70}, {1, 1}, {200, 257},
+                           {192, 256}, {150, 300}, {100, 128}};
+  const int mixed[][2] = {{0, 1}, {1, 3}, {2, 4}, {4, 0}};
+  for (auto s : shapes2)
+    for (int k = 3; k <= 23; k += 2)
+      for (int mp = 0; mp < 9; ++mp) {
+        const int m0 = mp < 5 ? mp : mixed[mp - 5][0], m1 = mp < 5 ? mp : mixed[mp - 5][1];
+        const double cval = (seed % 2) ? 0.75 : -2.0;
+        const int ps = (seed % 4 == 0) ? 4 : (seed % 4 == 1 ? 3 : 0);
+        const int th = (seed % 4) == 0 ? 0 : 8 << (seed % 4);
+        const bool inf = seed % 3 == 0;
+        bool ok = run_case<float>(s.h, s.w, k, k, m0, m1, cval, seed, ps, th, inf);
+        if (mp % 3 == 0)
+          ok = run_case<double>(s.h, s.w, k, k, m0, m1, cval, seed, ps, th, inf) && ok;
+        ++cases;
+        fails += !ok;
+        ++seed;
+      }
+  std::printf("correctness: %d cases, %d with a failure\n", cases, fails);
+  for (auto& kv : g_tally32)
+    std::printf("  f32 v%d %-18s %5d cases %3d failures  worst rel err %.3g\n", kv.first,
+                separable_boundary_variant_name(kv.first), kv.second.cases, kv.second.fails,
+                kv.second.worst);
+  for (auto& kv : g_tally64)
+    std::printf("  f64 v%d %-18s %5d cases %3d failures  worst rel err %.3g\n", kv.first,
+                separable_boundary_variant_name(kv.first), kv.second.cases, kv.second.fails,
+                kv.second.worst);
+  for (int k = 41; k < 400; k += 40)
     std::printf("supported k=%d: f32 %d f64 %d\n", k, separable_boundary_supported(4096, 4096, k, k, DType::f32),
                 separable_boundary_supported(4096, 4096, k, k, DType::f64));
   if (check_only) return fails ? 1 : 0;
 
   // 2. Timing: 4096^2 float32, sigma = r / 2, reflect.
   const int n = 4096;
-  const size_t bytes = static_cast<size_t>(n) * n * sizeof(float);
-  float *dx, *dy;
+  const size_t npx = static_cast<size_t>(n) * n, bytes = npx * sizeof(float);
+  float *dx, *dy, *dref;
   CK(cudaMalloc(&dx, bytes));
   CK(cudaMalloc(&dy, bytes));
+  CK(cudaMalloc(&dref, bytes));
   {
-    std::vector<float> hx(static_cast<size_t>(n) * n);
+    std::vector<float> hx(npx);
     std::mt19937 g(7);
     std::uniform_real_distribution<float> U(0.f, 1.f);
     for (auto& v : hx) v = U(g);
@@ -226,28 +297,83 @@ int main(int argc, char** argv) {
   };
   const double copy = median_ms([&] { CK(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice)); });
   std::printf("d2d copy 4096^2 fp32: %.4f ms (%.0f GB/s)\n", copy, 2.0 * bytes / copy / 1e6);
-  for (int r : {1, 2, 3, 4, 5, 7, 9, 11, 13, 15, 19, 23, 31, 47}) {
+  // Bit-compare on the device: the number of pixels where dy and dref differ.
+  unsigned* dcount;
+  CK(cudaMalloc(&dcount, sizeof(unsigned)));
+  std::vector<float> hy(npx), href(npx);
+  std::printf("timing: variant/tile rows -> ms, then [launch: tile rows, threads, blocks/SM, regs, "
+              "smem KB]; 'diff' = pixels differing from the generic kernel's output (must be 0)\n");
+  struct Best { double ms; int v, th; };
+  std::vector<std::pair<int, Best>> best_per_r;
+  std::vector<std::pair<int, double>> generic_default;
+  for (int r : {1, 2, 3, 5, 7, 9, 11}) {
     auto wv = gauss(r / 2.0, r);
     std::vector<double> ws(2 * wv.size());
     for (size_t t = 0; t < wv.size(); ++t) ws[t] = ws[wv.size() + t] = wv[t];
     SeparableBoundaryArgs a;
-    a.in = dx; a.rows = n; a.cols = n; a.in_stride = n; a.out = dy; a.out_stride = n;
+    a.in = dx; a.rows = n; a.cols = n; a.in_stride = n; a.out = dref; a.out_stride = n;
     a.dtype = DType::f32; a.weights = ws.data(); a.k0 = a.k1 = 2 * r + 1; a.mode0 = a.mode1 = 0;
-    const double ms = median_ms([&] { separable_boundary(a); });
-    double t[3];
-    for (int q = 0; q < 3; ++q) {
-      a.tile_rows = 16 << q;
-      try {
-        t[q] = median_ms([&] { separable_boundary(a); });
-      } catch (const std::exception&) {
-        t[q] = -1;  // does not fit shared memory
+    a.variant = 1;
+    separable_boundary(a);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(href.data(), dref, bytes, cudaMemcpyDeviceToHost));
+    a.out = dy;
+    Best best{1e9, 0, 0};
+    std::printf("r=%2d\n", r);
+    for (int v = 0; v < nvar; ++v) {
+      std::printf("  v%d %-18s", v, separable_boundary_variant_name(v));
+      for (int th : {0, 16, 32, 64}) {
+        a.variant = v;
+        a.tile_rows = th;
+        double ms = -1;
+        SeparableBoundaryLaunch L{};
+        long long diff = -1;
+        try {
+          CK(cudaMemset(dy, 0xff, bytes));
+          separable_boundary(a);
+          CK(cudaDeviceSynchronize());
+          L = separable_boundary_last_launch();
+          CK(cudaMemcpy(hy.data(), dy, bytes, cudaMemcpyDeviceToHost));
+          diff = 0;
+          for (size_t i = 0; i < npx; ++i) diff += std::memcmp(&hy[i], &href[i], 4) != 0;
+          ms = median_ms([&] { separable_boundary(a); });
+        } catch (const std::exception&) {
+        }
+        if (ms < 0) {
+          std::printf("  th%-2d    n/a                           ", th);
+          continue;
+        }
+        std::printf("  th%-2d %.4f [%d,%d,%d,%d,%lldK]%s", th, ms, L.tile_rows, L.threads,
+                    L.blocks_per_sm, L.regs, L.smem / 1024, diff ? " DIFF" : "");
+        if (diff) std::printf("(%lld px)", diff);
+        if (v == 1 && th == 0) generic_default.push_back({r, ms});
+        if (v >= 1 && diff == 0 && g_tally32[v].cases > 0 && g_tally32[v].fails == 0 &&
+            ms < best.ms)
+          best = Best{ms, v, L.tile_rows};  // only variants checked with no failure
       }
+      std::printf("\n");
     }
-    a.tile_rows = 0;
-    a.mode0 = a.mode1 = 1;
-    const double msc = median_ms([&] { separable_boundary(a); });
-    std::printf("r=%2d  reflect %.4f ms (%.0f GB/s)  constant %.4f ms  th16 %.4f th32 %.4f th64 %.4f\n",
-                r, ms, 2.0 * bytes / ms / 1e6, msc, t[0], t[1], t[2]);
+    best_per_r.push_back({r, best});
   }
+  std::printf("\nbest per radius (goal <= 0.09 ms for r <= 11; r = 1 <= 0.065 ms for 4x cupyx's "
+              "0.262):\n");
+  for (auto& [r, b] : best_per_r) {
+    double g = 0;
+    for (auto& [rr, ms] : generic_default) if (rr == r) g = ms;
+    std::printf("  r=%2d  v%d (%s) th %d: %.4f ms  (generic default %.4f, %.0f %%)  %s\n", r, b.v,
+                separable_boundary_variant_name(b.v), b.th, b.ms, g, 100.0 * b.ms / g,
+                b.ms <= (r == 1 ? 0.065 : 0.09) ? "goal met" : "goal MISSED");
+  }
+  // The table for separable_boundary.cu (index r = 0..11; radii not timed take the nearest
+  // timed radius's choice; r = 0 stays generic).
+  std::printf("default table (paste as kDefaultF32 in csrc/cuda/filters/separable_boundary.cu):\n  {{1, 0}");
+  for (int r = 1; r <= 11; ++r) {
+    Best b = best_per_r[0].second;
+    int dist = 99;
+    for (auto& [rr, bb] : best_per_r)
+      if (std::abs(rr - r) < dist || (std::abs(rr - r) == dist && rr > r)) { dist = std::abs(rr - r); b = bb; }
+    std::printf(", {%d, %d}", b.v, b.th);
+  }
+  std::printf("}\n");
   return fails ? 1 : 0;
 }

@@ -14,12 +14,9 @@ OUT=${OUT:-/tmp/gauss_out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 t0=$(date +%s)
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-"$NVCC" -std=c++17 -O3 -arch=sm_90a -Icsrc --expt-relaxed-constexpr \
-  benchmarks/separable_boundary_check.cu csrc/cuda/filters/separable_boundary.cu \
-  -o /tmp/separable_boundary_check > "$OUT/harness.txt" 2>&1 \
-  && /tmp/separable_boundary_check >> "$OUT/harness.txt" 2>&1
-grep -E "error|correctness|FAIL|copy|^r=" "$OUT/harness.txt" | head -40
+# The kernel check + variant timings (scripts/gauss2_variants.sh: carried binary or compiled).
+OUT="$OUT" bash scripts/gauss2_variants.sh > "$OUT/harness.txt" 2>&1
+cat "$OUT/harness.txt"
 echo "harness $(( $(date +%s) - t0 )) s"
 if [ -z "${SKIP_BUILD:-}" ]; then
   ln -sfn ../../.shared .shared
@@ -36,7 +33,7 @@ timeout "${BENCH_S:-200}" python3 -m tensorconv.bench --preset filters --parts g
   --rs 1,2,3,5,7,9,11,15,19,23 --cv2-rs "" --out "$OUT" --no-progress > "$OUT/bench.txt" 2>&1
 grep -E "^\[|Error|error" "$OUT/bench.txt" | tail -8; echo "bench $(( $(date +%s) - t0 )) s"
 if [ -n "${GAUSS_TAR:-}" ]; then
-  (cd "$OUT" && tar czf gauss.tgz harness.txt pytest.txt bench.txt filters_* \
-     $( [ -f build.txt ] && echo build.txt ) && rm -f harness.txt pytest.txt bench.txt \
+  (cd "$OUT" && tar czf gauss.tgz harness.txt variants.txt pytest.txt bench.txt filters_* \
+     $( [ -f build.txt ] && echo build.txt ) && rm -f harness.txt variants.txt pytest.txt bench.txt \
      filters_* build.txt)
 fi

@@ -22,61 +22,18 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 
 #include "../common.cuh"
 #include "../precision.cuh"
 #include "../sliding.cuh"
-#include "separable_boundary.hpp"
+#include "separable_boundary.cuh"
 
 namespace tc {
 namespace cuda {
 namespace sepb {
 
-constexpr int kTW = 64;       // output tile width
-constexpr int kR = 8;         // outputs per thread and pass
-constexpr int kMaxThreads = 512;  // block size: 256..512, chosen per tile shape (threads())
-
-// Source index of position g along an axis of n, or -1 (constant mode, outside).
-__device__ __forceinline__ int map_index(int g, int n, int mode) {
-  if (static_cast<unsigned>(g) < static_cast<unsigned>(n)) return g;
-  switch (mode) {
-    case 1: return -1;                        // constant
-    case 2: return g < 0 ? 0 : n - 1;         // nearest
-    case 4: { int m = g % n; return m < 0 ? m + n : m; }  // wrap
-    case 0: {                                 // reflect: d c b a | a b c d, period 2n
-      const int p = 2 * n;
-      int m = g % p;
-      if (m < 0) m += p;
-      return m < n ? m : p - 1 - m;
-    }
-    default: {                                // mirror: d c b | a b c d, period 2n - 2
-      if (n == 1) return 0;
-      const int p = 2 * n - 2;
-      int m = g % p;
-      if (m < 0) m += p;
-      return m < n ? m : p - m;
-    }
-  }
-}
-
-__device__ __forceinline__ void cp_async_elem(float* s, const float* g) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(s));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(a), "l"(g) : "memory");
-}
-__device__ __forceinline__ void cp_async_elem(double* s, const double* g) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(s));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(a), "l"(g) : "memory");
-}
-__device__ __forceinline__ void cp_async_16(void* s, const void* g) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(s));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g) : "memory");
-}
-
-__host__ __device__ constexpr int round_up(int a, int b) { return (a + b - 1) / b * b; }
+constexpr int kR = 8;  // outputs per thread and pass
 
 // Shared-memory plan of one block (element counts), the same on host and device. Two input
 // buffers: the next tile is staged while this one is filtered.
@@ -100,61 +57,6 @@ struct Layout {
     total = mid_off + th * mid_pitch;
   }
 };
-
-// Weights travel in the launch's parameters (constant bank: warp-uniform operands, no shared
-// memory traffic): w0 at [0, k0), w1 at [k0, k0 + k1).
-constexpr int kMaxW = 384;
-
-template <class T>
-struct Params {
-  const void* in;
-  void* out;
-  T wt[kMaxW];
-  long long in_stride, out_stride;
-  int h, w, k0, k1, mode0, mode1, th, lth, tiles_x, tiles;
-  double cval;
-  bool vec;  // 16-byte copies possible (aligned base and row stride)
-};
-
-// Stage tile `tile` (rows th + 2 r0, columns kTW + 2 r1 from the image, boundary modes applied)
-// into buf with cp.async (one commit group), constant/pad values by plain stores.
-template <class T>
-__device__ __forceinline__ void stage(const Params<T>& p, const Layout<T>& L, int tile, T* buf) {
-  constexpr int VE = Layout<T>::VE;
-  const T* in = static_cast<const T*>(p.in);
-  const int r0 = p.k0 / 2, r1 = p.k1 / 2;
-  const int ty = tile / p.tiles_x, tx = tile - ty * p.tiles_x;
-  const int y0 = ty * p.th, x0 = tx * kTW;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int rows_data = p.th + 2 * r0;
-  const int gs = x0 - r1 - L.shift;                      // image column of staged column 0
-  const int nvec = (L.shift + kTW + 2 * r1 + VE - 1) / VE;
-  const T cval = static_cast<T>(p.cval);
-  const bool interior = p.vec && y0 - r0 >= 0 && y0 + rows_data - r0 <= p.h && gs >= 0 &&
-                        gs + nvec * VE <= p.w;
-  for (int i = warp; i < rows_data; i += blockDim.x / 32) {
-    T* srow = buf + i * L.in_pitch;
-    if (interior) {
-      const T* grow = in + (y0 - r0 + i) * p.in_stride + gs;
-      for (int v = lane; v < nvec; v += 32) cp_async_16(srow + v * VE, grow + v * VE);
-      continue;
-    }
-    const int gi = map_index(y0 - r0 + i, p.h, p.mode0);
-    if (gi < 0) {
-      for (int j = lane; j < L.in_pitch; j += 32) srow[j] = cval;
-      continue;
-    }
-    const T* grow = in + gi * p.in_stride;
-    for (int j = L.shift + lane; j < L.shift + kTW + 2 * r1; j += 32) {
-      const int gj = map_index(gs + j, p.w, p.mode1);
-      if (gj >= 0)
-        cp_async_elem(srow + j, grow + gj);
-      else
-        srow[j] = cval;
-    }
-  }
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
 
 template <class T, class P>
 __global__ void __launch_bounds__(kMaxThreads)
@@ -243,73 +145,20 @@ separable_boundary_kernel(const __grid_constant__ Params<T> p) {
   }
 }
 
-// Tile rows: the tallest tile (least halo re-read) of which 4 blocks fit an SM (228 KB of shared
-// memory: latency hiding), else 2, else 1; 16 rows only below 4 blocks (a 16-row tile leaves
-// half of the threads idle in the axis-1 pass).
-constexpr int kSmemPerSm = 228 * 1024, kSmemReservedPerBlock = 1024;
-
-// Per device: limits, whether the kernels' attributes are set, and their occupancy per launch
-// shape (a query costs microseconds: a repeated call should be the launch alone). Guarded by
-// info_mutex() (calls may come from several host threads).
-struct DeviceInfo {
-  int optin = 0, sms = 0;
-  bool attrs_set[2] = {false, false};              // per kernel instantiation
-  std::map<std::tuple<int, std::size_t, int>, int> blocks_per_sm;  // (kernel, smem, threads)
-};
-
-std::mutex& info_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-DeviceInfo& device_info() {
-  static DeviceInfo info[64];
-  int dev = 0;
-  TC_CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev < 0 || dev >= 64) throw ValueError("separable_boundary: device ordinal out of range");
-  DeviceInfo& d = info[dev];
-  std::lock_guard<std::mutex> lock(info_mutex());
-  if (!d.optin) {
-    TC_CUDA_CHECK(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev));
-    TC_CUDA_CHECK(cudaDeviceGetAttribute(&d.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  }
-  return d;
-}
-
 template <class T>
 std::size_t smem_bytes(int th, int k0, int k1) {
   return static_cast<std::size_t>(Layout<T>(th, k0, k1).total) * sizeof(T);
 }
 
-// Tile rows for these kernel lengths, 0 when none fits.
+// Tile rows for these kernel lengths (fit_tile_rows' rule), 0 when none fits.
 template <class T>
 int choose_th(int k0, int k1, int optin) {
-  for (int blocks : {4, 2, 1})
-    for (int th : {64, 32, 16}) {
-      if (th == 16 && blocks == 4) continue;
-      const std::size_t bytes = smem_bytes<T>(th, k0, k1);
-      if (bytes <= static_cast<std::size_t>(optin) &&
-          blocks * (bytes + kSmemReservedPerBlock) <= static_cast<std::size_t>(kSmemPerSm))
-        return th;
-    }
-  return 0;
+  return fit_tile_rows([&](int th) { return smem_bytes<T>(th, k0, k1); }, optin);
 }
 
 // Block size: the axis-0 pass has (th / kR) * (kTW + k1 - 1) thread tasks, the axis-1 pass
 // th * kTW / kR; the size (256..512, whole warps) that leaves the fewest threads idle over both.
-int threads(int th, int k1) {
-  const int v = th / kR * (kTW + k1 - 1), h = th * kTW / kR;
-  int best = 256;
-  double best_util = 0;
-  for (int nt = 256; nt <= kMaxThreads; nt += 32) {
-    const double util = double(v + h) / (double(nt) * ((v + nt - 1) / nt + (h + nt - 1) / nt));
-    if (util > best_util + 1e-9) {
-      best_util = util;
-      best = nt;
-    }
-  }
-  return best;
-}
+int threads(int th, int k1) { return pick_threads(th / kR * (kTW + k1 - 1), th * kTW / kR); }
 
 template <class T>
 int pick_th(const SeparableBoundaryArgs& a, int optin) {
@@ -322,56 +171,49 @@ int pick_th(const SeparableBoundaryArgs& a, int optin) {
 }
 
 template <class T, class P>
-void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev, int which) {
-  const std::size_t smem = smem_bytes<T>(th, a.k0, a.k1);
-  auto kern = separable_boundary_kernel<T, P>;
-  Params<T> p;
-  p.in = a.in;
-  p.out = a.out;
-  for (int i = 0; i < kMaxW; ++i)
-    p.wt[i] = i < a.k0 + a.k1 ? static_cast<T>(a.weights[i]) : T(0);
-  p.in_stride = a.in_stride;
-  p.out_stride = a.out_stride;
-  p.h = static_cast<int>(a.rows);
-  p.w = static_cast<int>(a.cols);
-  p.k0 = a.k0;
-  p.k1 = a.k1;
-  p.mode0 = a.mode0;
-  p.mode1 = a.mode1;
-  p.th = th;
-  p.lth = th == 64 ? 6 : th == 32 ? 5 : 4;
-  p.tiles_x = ceil_div(a.cols, kTW);
-  const std::int64_t tiles = static_cast<std::int64_t>(p.tiles_x) * ceil_div(a.rows, th);
-  p.tiles = static_cast<int>(tiles);
-  p.cval = a.cval;
-  constexpr int VE = Layout<T>::VE;
-  p.vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_stride % VE == 0;
-  // Persistent blocks: as many as fit at once (each stages its next tile while it filters).
-  const int nt = threads(th, a.k1);
-  int per_sm = 0;
-  {
-    std::lock_guard<std::mutex> lock(info_mutex());
-    if (!dev.attrs_set[which]) {
-      TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         dev.optin));
-      TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                         cudaSharedmemCarveoutMaxShared));
-      dev.attrs_set[which] = true;
-    }
-    const auto key = std::make_tuple(which, smem, nt);
-    const auto it = dev.blocks_per_sm.find(key);
-    if (it != dev.blocks_per_sm.end()) {
-      per_sm = it->second;
-    } else {
-      TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, nt, smem));
-      dev.blocks_per_sm[key] = per_sm;
-    }
+void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev) {
+  Params<T> p = make_params<T>(a, th);
+  p.vec_out = false;  // (the generic kernel stores the tile by scalars)
+  launch_persistent(separable_boundary_kernel<T, P>, p, threads(th, a.k1),
+                    smem_bytes<T>(th, a.k0, a.k1), 1, a, dev);
+}
+
+// The default per radius for float32 with k0 == k1 = 2r + 1 <= 23 (filters.gaussian's case):
+// {variant, tile rows (0: fit_tile_rows' rule)}, index r. Filled from the tuning harness's
+// "default table" line (benchmarks/separable_boundary_check.cu); {1, 0} everywhere is the
+// generic kernel as measured on the merged tree. Other shapes, dtypes and radii: generic.
+struct DefaultChoice {
+  int variant, tile_rows;
+};
+constexpr DefaultChoice kDefaultF32[12] = {{1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0},
+                                           {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}};
+
+// The arguments a call runs with: a.variant / a.tile_rows if set (ValueError where the variant
+// does not apply), else the default table's entry where it applies, else the generic kernel.
+SeparableBoundaryArgs resolve_variant(const SeparableBoundaryArgs& a, int optin) {
+  if (a.variant < 0 || a.variant > 1 + fixed_variant_count())
+    throw ValueError("separable_boundary: variant out of range");
+  if (a.variant >= 2 &&
+      !fixed_supported(a.variant, a.rows, a.cols, a.k0, a.k1, a.dtype, optin))
+    throw ValueError("separable_boundary: this variant needs float32, k0 == k1 <= 23 and a "
+                     "tile that fits shared memory");
+  SeparableBoundaryArgs b = a;
+  if (a.variant != 0) return b;
+  b.variant = 1;
+  if (a.dtype != DType::f32 || a.k0 != a.k1 || a.k0 > 23) return b;
+  const DefaultChoice d = kDefaultF32[a.k0 / 2];
+  const int th = a.tile_rows ? a.tile_rows : d.tile_rows;
+  if (d.variant >= 2) {
+    SeparableBoundaryArgs c = b;
+    c.variant = d.variant;
+    c.tile_rows = th;
+    if (fixed_supported(d.variant, a.rows, a.cols, a.k0, a.k1, a.dtype, optin) &&
+        (th == 0 || fixed_th_fits(d.variant, a.k0, th, optin)))
+      return c;
+  } else if (th == 0 || smem_bytes<float>(th, a.k0, a.k1) <= static_cast<std::size_t>(optin)) {
+    b.tile_rows = th;
   }
-  if (per_sm < 1) throw ValueError("separable_boundary: kernel does not fit the device");
-  const std::int64_t grid =
-      std::min<std::int64_t>(tiles, static_cast<std::int64_t>(per_sm) * dev.sms);
-  kern<<<static_cast<unsigned>(grid), nt, smem, reinterpret_cast<cudaStream_t>(a.stream)>>>(p);
-  TC_CUDA_LAUNCH_CHECK();
+  return b;
 }
 
 }  // namespace sepb
@@ -416,10 +258,23 @@ void separable_boundary(const SeparableBoundaryArgs& a) {
   } restore{prev, attr.device != prev};
   if (restore.on) TC_CUDA_CHECK(cudaSetDevice(attr.device));
   DeviceInfo& dev = device_info();
-  if (a.dtype == DType::f32)
-    launch<float, cuda::Prec<Precision::fp32>>(a, pick_th<float>(a, dev.optin), dev, 0);
+  const SeparableBoundaryArgs b = resolve_variant(a, dev.optin);
+  if (b.variant >= 2)
+    launch_fixed(b, b.variant, dev);
+  else if (b.dtype == DType::f32)
+    launch<float, cuda::Prec<Precision::fp32>>(b, pick_th<float>(b, dev.optin), dev);
   else
-    launch<double, cuda::Prec<Precision::fp64>>(a, pick_th<double>(a, dev.optin), dev, 1);
+    launch<double, cuda::Prec<Precision::fp64>>(b, pick_th<double>(b, dev.optin), dev);
+}
+
+SeparableBoundaryLaunch separable_boundary_last_launch() { return cuda::sepb::last_launch(); }
+
+int separable_boundary_variants() { return 2 + cuda::sepb::fixed_variant_count(); }
+
+const char* separable_boundary_variant_name(int v) {
+  if (v == 0) return "default";
+  if (v == 1) return "generic";
+  return cuda::sepb::fixed_variant_name(v);
 }
 
 }  // namespace tc

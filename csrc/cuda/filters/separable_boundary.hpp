@@ -26,6 +26,11 @@ struct SeparableBoundaryArgs {
   double cval = 0.0;
   std::uintptr_t stream = 0;
   int tile_rows = 0;  // 0: chosen per kernel length; 16, 32 or 64 to force (tuning)
+  // Kernel variant (tuning harness benchmarks/separable_boundary_check.cu; not user-facing):
+  // 0 the default rule, 1 the generic kernel (any taps, fp32/fp64), 2.. the fp32 kernels with
+  // the tap count compiled in (k0 == k1 <= 23; separable_boundary_fixed.cu); a forced variant
+  // that does not apply is a ValueError.
+  int variant = 0;
 };
 
 // Whether the fused kernel takes these kernel lengths and image (shared memory and grid limits
@@ -35,5 +40,17 @@ bool separable_boundary_supported(std::int64_t rows, std::int64_t cols, int k0, 
 // Launches on a.stream (no synchronization); ValueError for what it does not support, CUDA
 // errors (launch configuration) as exceptions.
 void separable_boundary(const SeparableBoundaryArgs& a);
+// Number of variants (valid SeparableBoundaryArgs::variant values are 0 .. n - 1) and a short
+// name of each, for the tuning harness's table.
+int separable_boundary_variants();
+const char* separable_boundary_variant_name(int v);
+// The calling host thread's last launch (tuning harness): variant run, tile rows, block size,
+// resident blocks per SM, registers per thread, shared bytes per block.
+struct SeparableBoundaryLaunch {
+  const void* kernel = nullptr;
+  int variant = 0, tile_rows = 0, threads = 0, blocks_per_sm = 0, regs = 0;
+  long long smem = 0;
+};
+SeparableBoundaryLaunch separable_boundary_last_launch();
 
 }  // namespace tc
