@@ -457,4 +457,22 @@ def test_gpu_gather_from_host_blocks(precision):
                 out = tcd.correlate2d(da.from_array(x, chunks=chunks), k, mode, bnd, 0.5,
                                       method="naive_shmem", precision=precision, halos="gather")
                 assert _same(out.compute(), ref), (mode, bnd, chunks)
+    # the C++ checks of the maps: a local row outside its block is a ValueError, not a read
+    p = tc.plan(k, (20, 20), mode="valid", method="naive_shmem", precision=precision)
+    blk = np.zeros((20, 20), dt)
+    zeros, idx = np.zeros(20, np.int64), np.arange(20, dtype=np.int64)
+    bad = idx.copy()
+    bad[3] = 20
+    out = np.empty(p.out_shape, dt)
+    for rl, msg in [(bad, "row_src holds a row outside its block"), (idx, None)]:
+        args = (np.array([blk.ctypes.data], np.int64), np.array([20, 20, 20], np.int64), 1, 1,
+                zeros, rl, zeros, idx, 0.0, out.ctypes.data, *out.shape, out.shape[1],
+                np.dtype(dt).name)
+        if msg:
+            with pytest.raises(ValueError, match=msg):
+                p._plan.run_gather_blocks(*args)
+        else:
+            p._plan.run_gather_blocks(*args)
+            assert _same(out, tc.correlate2d(blk, k, "valid", method="naive_shmem",
+                                             precision=precision))
     tcd.clear_plans()

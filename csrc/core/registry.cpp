@@ -270,8 +270,7 @@ void Plan::run_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Ten
 
 // A gather from several host blocks (HostGather::blocks): every padded row and column must
 // name a block and a local index inside every block it reads.
-void Plan::check_block_gather(const HostGather& in, const Tensor2D& out,
-                              std::int64_t batch) const {
+void Plan::check_block_gather(const HostGather& in, std::int64_t batch) const {
   if (batch != 1 || in.src.on_device)
     throw ValueError("a gather from several blocks takes one host image");
   const std::int64_t nr = in.block_rows, nc = in.block_cols;
@@ -298,11 +297,6 @@ void Plan::check_block_gather(const HostGather& in, const Tensor2D& out,
       if (s >= in.block_dims[3 * (i * nc + j) + 1])
         throw ValueError("col_src holds a column outside its block");
   }
-  Tensor2D padded = in.src;
-  padded.rows = ih_;
-  padded.cols = iw_;
-  padded.row_stride = iw_;
-  check_shapes(padded, out);
 }
 
 void Plan::execute_gather(const HostGather& in, const Tensor2D& out,
@@ -319,19 +313,18 @@ void Plan::execute_gather(const HostGather& in, const Tensor2D& out,
       !in.col_src || in.src.row_stride < in.src.cols)
     throw ValueError("bad host gather description");
   if (in.blocks) {
-    check_block_gather(in, out, batch);
-    run_gather(in, out, out_batch_stride, batch, stream);
-    return;
+    check_block_gather(in, batch);
+  } else {
+    if (in.pad_top < 0 || in.pad_left < 0 || in.pad_top + in.src.rows > ih_ ||
+        in.pad_left + in.src.cols > iw_)
+      throw ValueError("the source image does not fit the plan's padded image shape");
+    for (std::int64_t r = 0; r < ih_; ++r)
+      if (in.row_src[r] < -1 || in.row_src[r] >= in.src.rows)
+        throw ValueError("row_src holds a row outside the source image");
+    for (std::int64_t c = 0; c < iw_; ++c)
+      if (in.col_src[c] < -1 || in.col_src[c] >= in.src.cols)
+        throw ValueError("col_src holds a column outside the source image");
   }
-  if (in.pad_top < 0 || in.pad_left < 0 || in.pad_top + in.src.rows > ih_ ||
-      in.pad_left + in.src.cols > iw_)
-    throw ValueError("the source image does not fit the plan's padded image shape");
-  for (std::int64_t r = 0; r < ih_; ++r)
-    if (in.row_src[r] < -1 || in.row_src[r] >= in.src.rows)
-      throw ValueError("row_src holds a row outside the source image");
-  for (std::int64_t c = 0; c < iw_; ++c)
-    if (in.col_src[c] < -1 || in.col_src[c] >= in.src.cols)
-      throw ValueError("col_src holds a column outside the source image");
   Tensor2D padded = in.src;
   padded.rows = ih_;
   padded.cols = iw_;

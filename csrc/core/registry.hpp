@@ -107,7 +107,7 @@ class Plan {
                          std::int64_t out_batch_stride, std::int64_t batch,
                          std::uintptr_t stream);
   void check_shapes(const Tensor2D& in, const Tensor2D& out) const;  // execute's checks
-  void check_block_gather(const HostGather& in, const Tensor2D& out, std::int64_t batch) const;
+  void check_block_gather(const HostGather& in, std::int64_t batch) const;  // execute_gather's
   virtual void run_gather(const HostGather& in, const Tensor2D& out,
                           std::int64_t out_batch_stride, std::int64_t batch,
                           std::uintptr_t stream);
