@@ -169,8 +169,10 @@ def test_failed_chunk_raises(monkeypatch):
 def client():
     from distributed import Client, LocalCluster
 
+    # dashboard on a free port: None still binds the HTTP server to 8787, and a second cluster
+    # on the machine (another test run) turns its port warning into a failed start
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=40) as cluster, \
+                      dashboard_address=":0", silence_logs=40) as cluster, \
             Client(cluster) as c:
         yield c
 

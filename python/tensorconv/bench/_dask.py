@@ -66,7 +66,7 @@ def make_cluster(device: str, gpus: int, threads: int):
 
     if device == "cpu":
         return LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                            dashboard_address=None), "LocalCluster (CPU, 2 processes)"
+                            dashboard_address=":0"), "LocalCluster (CPU, 2 processes)"
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     ids = visible.split(",")[:gpus] if visible else [str(i) for i in range(gpus)]
     try:
