@@ -478,3 +478,34 @@ def test_gpu_gather_from_host_blocks(precision):
             assert _same(out, tc.correlate2d(blk, k, "valid", method="naive_shmem",
                                              precision=precision))
     tcd.clear_plans()
+
+
+def test_block_gather_checks_its_maps():
+    """_core.Plan.run_gather_blocks checks the maps before any read (any plan; a CPU plan then
+    says that only CUDA plans stage)."""
+    p = tc.plan(np.ones((3, 3)), (6, 6), mode="valid", method="direct", precision="fp64")
+    blk = np.zeros((6, 6))
+    out = np.empty(p.out_shape)
+    idx, zeros = np.arange(6, dtype=np.int64), np.zeros(6, np.int64)
+
+    def call(rb=zeros, rl=idx, cb=zeros, cl=idx, dims=(6, 6, 6), grid=(1, 1)):
+        p._plan.run_gather_blocks(np.array([blk.ctypes.data] * (grid[0] * grid[1]), np.int64),
+                                  np.array(dims * (grid[0] * grid[1]), np.int64), *grid, rb, rl,
+                                  cb, cl, 0.0, out.ctypes.data, *out.shape, out.shape[1],
+                                  "float64")
+
+    with pytest.raises(ValueError, match="row_src holds a row outside its block"):
+        call(rl=np.array([0, 1, 2, 3, 4, 6], np.int64))
+    with pytest.raises(ValueError, match="col_src / col_blk name no block column"):
+        call(cb=np.array([0, 0, 1, 0, 0, 0], np.int64))
+    with pytest.raises(ValueError, match="name no block row"):
+        call(rl=np.array([0, 1, -2, 3, 4, 5], np.int64))
+    with pytest.raises(ValueError, match="one entry per padded row"):
+        call(rb=zeros[:5])
+    with pytest.raises(ValueError, match="bad row stride|bad host gather"):
+        call(dims=(6, 6, 5))
+    with pytest.raises(ValueError, match="one pointer and"):
+        call(grid=(0, 1))
+    if p.method == "direct":  # a CPU plan: the maps pass, then only CUDA plans stage
+        with pytest.raises(ValueError, match="only CUDA plans"):
+            call()
