@@ -459,6 +459,14 @@ def test_gpu_gather_from_host_blocks(precision):
                 out = tcd.correlate2d(da.from_array(x, chunks=chunks), k, mode, bnd, 0.5,
                                       method="naive_shmem", precision=precision, halos="gather")
                 assert _same(out.compute(), ref), (mode, bnd, chunks)
+    if precision == "fp32":  # a complex kernel on a GPU method keeps to map_overlap
+        kc = k + 0.25j
+        dx = da.from_array(x, chunks=(128, 100))
+        with pytest.raises(ValueError, match="complex data .* map_overlap"):
+            tcd.correlate2d(dx, kc, "same", "symm", method="naive_shmem", halos="gather")
+        got = tcd.correlate2d(dx, kc, "same", "symm", method="naive_shmem").compute(
+            scheduler="threads")
+        assert _same(got, tc.correlate2d(x, kc, "same", "symm", method="naive_shmem"))
     # the C++ checks of the maps: a local row outside its block is a ValueError, not a read
     p = tc.plan(k, (20, 20), mode="valid", method="naive_shmem", precision=precision)
     blk = np.zeros((20, 20), dt)

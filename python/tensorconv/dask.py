@@ -429,10 +429,10 @@ def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool
     res_dtype = out_dtype if out_dtype is not None else np.dtype(
         _COMPLEX_STORAGE[precision] if complex_data else _STORAGE[precision])
     meta = da.utils.meta_from_array(x._meta, x.ndim, res_dtype)
-    # the gather path: 2-D NumPy chunks (on a GPU method, real storage: the C++ staging's)
+    # the gather path: 2-D NumPy chunks (on a GPU method real data: the C++ staging's)
     why = ("x is a stack" if x.ndim != 2 else "x has CuPy chunks" if on_device else
-           "complex data on a GPU method is staged by map_overlap"
-           if _method_device(method) == "cuda" and storage not in _STORAGE.values() else None)
+           "complex data (image or kernel) on a GPU method is staged by map_overlap"
+           if _method_device(method) == "cuda" and complex_data else None)
     if halos == "gather" and why:
         raise ValueError(f"halos='gather' needs a 2-D dask array of NumPy chunks ({why}); use "
                          "halos='auto' or 'map_overlap'")
