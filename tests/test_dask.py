@@ -469,7 +469,7 @@ def test_gpu_gather_from_host_blocks(precision):
         assert _same(got, tc.correlate2d(x, kc, "same", "symm", method="naive_shmem"))
     # the C++ checks of the maps: a local row outside its block is a ValueError, not a read
     p = tc.plan(k, (20, 20), mode="valid", method="naive_shmem", precision=precision)
-    blk = np.zeros((20, 20), dt)
+    blk = rng.standard_normal((20, 20)).astype(dt)
     zeros, idx = np.zeros(20, np.int64), np.arange(20, dtype=np.int64)
     bad = idx.copy()
     bad[3] = 20
