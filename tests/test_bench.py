@@ -31,6 +31,8 @@ from tensorconv.bench.cli import main
     (["--preset", "dask", "--device", "cpu", "--methods", "direct,fft_cpu"],
      "takes one --methods value"),
     (["--preset", "dask", "--sizes", "64,128"], "takes one --sizes value"),
+    (["--preset", "dask", "--device", "cpu", "--halos", "nope"],
+     "--halos takes gather, map_overlap"),
 ])
 def test_bad_input_names_the_choices(args, needle, capsys):
     with pytest.raises(SystemExit) as e:
@@ -287,6 +289,19 @@ def test_dask_preset_cpu(tmp_path):
             "direct", "dask_halo_and_copy_only")
         if r["peer"] == "tensorconv.dask":
             assert r["equal"] is True and r["workers"] == 2 and r["chunk"] == [96, 96]
+
+
+def test_dask_preset_cpu_both_halo_paths(tmp_path):
+    """--halos gather,map_overlap: both tensorconv.dask paths timed and checked in one run."""
+    pytest.importorskip("distributed", reason="the preset's cluster")
+    assert main(["--preset", "dask", "--device", "cpu", "--sizes", "160", "--chunk", "64",
+                 "--kernels", "5", "--boundary", "wrap", "--halos", "gather,map_overlap",
+                 "--runs", "1", "--out", str(tmp_path), "--no-progress"]) == 0
+    doc = json.loads(next(tmp_path.glob("dask_*.json")).read_text())
+    got = [(r["peer"], r.get("halos")) for r in doc["rows"]]
+    assert got == [("one_call", None), ("tensorconv.dask", "gather"),
+                   ("tensorconv.dask", "map_overlap")]
+    assert all(r["equal"] for r in doc["rows"] if r["peer"] == "tensorconv.dask")
 
 
 def test_report_and_readme_block(tmp_path):

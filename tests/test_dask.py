@@ -17,7 +17,7 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 import tensorconv.dask as tcd  # noqa: E402
-from dask.core import flatten  # noqa: E402
+from dask.core import flatten, get_dependencies  # noqa: E402
 
 # from_array of a NumPy array ships its chunks inside the graph (128 MB here, on purpose)
 pytestmark = pytest.mark.filterwarnings("ignore:Sending large graph")
@@ -276,3 +276,244 @@ def test_gpu_kept_plans_follow_the_kernel():
     assert tcd._IDLE
     tcd.clear_plans()
     assert not tcd._IDLE
+
+
+# ---- halos gathered from the neighbouring blocks (no map_overlap) ----
+
+def _graph_layers(a):
+    return list(a.__dask_graph__().layers)
+
+
+@pytest.mark.parametrize("convolve", [False, True])
+def test_gather_and_map_overlap_agree_with_one_call(convolve):
+    """Both halo paths, small and uneven chunks (a halo spanning several blocks), every mode
+    and boundary: the one call's result bit for bit."""
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((61, 47)).astype(np.float32)
+    k = rng.standard_normal((7, 10))
+    f, g = (tcd.convolve2d, tc.convolve2d) if convolve else (tcd.correlate2d, tc.correlate2d)
+    with dask.config.set(scheduler="sync"):
+        for mode, bnd in itertools.product(MODES, BOUNDARIES):
+            ref = g(x, k, mode, bnd, fillvalue=0.75, method="direct", precision="fp32")
+            for chunks in [(3, 2), ((20, 1, 30, 10), (5, 40, 2)), (61, 47), (16, 16)]:
+                for halos in ("gather", "map_overlap"):
+                    out = f(da.from_array(x, chunks=chunks), k, mode, bnd, fillvalue=0.75,
+                            method="direct", precision="fp32", halos=halos)
+                    assert _same(out.compute(), ref), (mode, bnd, chunks, halos)
+
+
+def test_gather_graph_reads_neighbour_blocks():
+    """The gather path's graph: one task per output chunk whose inputs are the blocks it reads
+    (no overlap or concatenation layer); 'wrap' reads across the image edge, 'fill' does not."""
+    x = da.from_array(np.arange(64 * 64, dtype=np.float64).reshape(64, 64), chunks=16)
+    k = np.ones((5, 5))
+    for bnd, corner in [("wrap", {(0, 0), (0, 1), (0, 3), (1, 0), (1, 1), (1, 3), (3, 0),
+                                  (3, 1), (3, 3)}),
+                        ("symm", {(0, 0), (0, 1), (1, 0), (1, 1)}),
+                        ("fill", {(0, 0), (0, 1), (1, 0), (1, 1)})]:
+        out = tcd.correlate2d(x, k, "same", bnd, method="direct")
+        layers = _graph_layers(out)
+        assert len(layers) == 2 and layers[1].startswith("tc-gather"), layers
+        assert out.chunks == x.chunks
+        keys = get_dependencies(dict(out.__dask_graph__()), (out.name, 0, 0))
+        got = {(kk[1], kk[2]) for kk in keys if isinstance(kk, tuple) and kk[0] == x.name}
+        assert got == corner, (bnd, got)
+    # the old path on request
+    out = tcd.correlate2d(x, k, "same", "wrap", method="direct", halos="map_overlap")
+    assert any("overlap" in n for n in _graph_layers(out))
+
+
+@pytest.mark.parametrize("bnd", BOUNDARIES)
+def test_block_maps_give_the_one_call_padding(bnd):
+    """The per-position (block, local index) maps, applied to the blocks, give exactly the one
+    call's padded image (np.pad of the whole image), slice by slice, for pads wider than a
+    chunk too."""
+    rng = np.random.default_rng(22)
+    for (h, w), chunks, (kh, kw), mode in [((37, 29), ((5, 9, 23), (4, 25)), (6, 9), "full"),
+                                           ((40, 40), ((2,) * 20, (3,) * 13 + (1,)), (7, 5),
+                                            "same"),
+                                           ((19, 23), ((19,), (23,)), (3, 4), "valid"),
+                                           ((9, 30), ((3, 3, 3), (10, 20)), (8, 2), "full")]:
+        x = rng.standard_normal((h, w))
+        (pt, pb), (pl, pr) = tc._api._pads(mode, kh, kw, False)
+        ref = tc._api.NumpyBackend().pad(x, ((pt, pb), (pl, pr)), bnd, -2.5)
+        ends = [np.cumsum((0,) + c) for c in chunks]
+        grid = [[x[ends[0][i]:ends[0][i + 1], ends[1][j]:ends[1][j + 1]]
+                 for j in range(len(chunks[1]))] for i in range(len(chunks[0]))]
+        oc = [tcd._last_positive(chunks[0], pt + pb - (kh - 1)),
+              tcd._last_positive(chunks[1], pl + pr - (kw - 1))]
+        assert sum(oc[0]) == h + pt + pb - kh + 1 and sum(oc[1]) == w + pl + pr - kw + 1
+        o_r = np.cumsum((0,) + oc[0])
+        o_c = np.cumsum((0,) + oc[1])
+        for i, ci in enumerate(oc[0]):
+            ra = tcd._Axis(h, pt, pb, bnd, chunks[0], int(o_r[i]), ci + kh - 1)
+            for j, cj in enumerate(oc[1]):
+                ca = tcd._Axis(w, pl, pr, bnd, chunks[1], int(o_c[j]), cj + kw - 1)
+                blocks = [[grid[a][b] for b in ca.used] for a in ra.used]
+                got = tcd._gather_numpy(blocks, *ra.maps(), *ca.maps(), -2.5, "float64")
+                want = ref[o_r[i]:o_r[i] + ci + kh - 1, o_c[j]:o_c[j] + cj + kw - 1]
+                assert _same(got, want), (bnd, mode, chunks, i, j)
+
+
+@pytest.fixture(scope="module")
+def native_gather(tmp_path_factory):
+    """csrc/cuda/block_gather.hpp (the C++ staging's multi-block gather) as a CPU library."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler on PATH to build tests/native/block_gather_check.cpp")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = os.path.join(root, "tests", "native", "block_gather_check.cpp")
+    if not os.path.exists(os.path.join(root, "csrc", "cuda", "block_gather.hpp")):
+        pytest.skip("csrc/ is not beside tests/ (an installed package without sources)")
+    lib = str(tmp_path_factory.mktemp("native") / "block_gather.so")
+    subprocess.run([cxx, "-O1", "-std=c++17", "-shared", "-fPIC", "-I", os.path.join(root, "csrc"),
+                    src, "-o", lib], check=True, capture_output=True)
+    f = ctypes.CDLL(lib).tc_gather_blocks
+    f.restype = ctypes.c_int
+    return f
+
+
+def _run_native(f, blocks, rb, rl, cb, cl, fill, dtype):
+    import ctypes
+
+    flat = [np.ascontiguousarray(b, dtype) for row in blocks for b in row]
+    es = np.dtype(dtype).itemsize
+    ptrs = (ctypes.c_void_p * len(flat))(*[b.ctypes.data for b in flat])
+    dims = np.array([(b.shape[0], b.shape[1], b.strides[0] // es) for b in flat],
+                    np.int64).ravel()
+    out = np.full((rl.size, cl.size), np.nan, dtype)
+    p = ctypes.c_void_p
+    rc = f(ptrs, p(dims.ctypes.data), ctypes.c_int64(len(blocks)), ctypes.c_int64(len(blocks[0])),
+           p(rb.ctypes.data), p(rl.ctypes.data), p(cb.ctypes.data), p(cl.ctypes.data),
+           ctypes.c_int64(rl.size), ctypes.c_int64(cl.size), ctypes.c_double(fill),
+           ctypes.c_int64(es), p(out.ctypes.data))
+    assert rc == 0
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bnd", BOUNDARIES)
+def test_native_block_gather_equals_one_call_padding(native_gather, bnd, dtype):
+    """The C++ gather (column runs over the block columns, rows from their block rows) with the
+    Python maps of every output chunk equals the one call's padded image, slice by slice:
+    what host_pipeline.cu stages for a Dask chunk on a GPU, checked here without one."""
+    rng = np.random.default_rng(23)
+    for (h, w), chunks, (kh, kw), mode in [((50, 44), ((16, 16, 18), (11, 11, 22)), (15, 15),
+                                            "same"),
+                                           ((33, 27), ((2, 4, 27), (1, 26)), (6, 9), "full"),
+                                           ((30, 30), ((7,) * 4 + (2,), (3,) * 10), (5, 8),
+                                            "valid")]:
+        x = rng.standard_normal((h, w)).astype(dtype)
+        (pt, pb), (pl, pr) = tc._api._pads(mode, kh, kw, False)
+        ref = tc._api.NumpyBackend().pad(x, ((pt, pb), (pl, pr)), bnd, 0.3)
+        ends = [np.cumsum((0,) + c) for c in chunks]
+        grid = [[x[ends[0][i]:ends[0][i + 1], ends[1][j]:ends[1][j + 1]]
+                 for j in range(len(chunks[1]))] for i in range(len(chunks[0]))]
+        oc = [tcd._last_positive(chunks[0], pt + pb - (kh - 1)),
+              tcd._last_positive(chunks[1], pl + pr - (kw - 1))]
+        o_r, o_c = np.cumsum((0,) + oc[0]), np.cumsum((0,) + oc[1])
+        for i, ci in enumerate(oc[0]):
+            ra = tcd._Axis(h, pt, pb, bnd, chunks[0], int(o_r[i]), ci + kh - 1)
+            for j, cj in enumerate(oc[1]):
+                ca = tcd._Axis(w, pl, pr, bnd, chunks[1], int(o_c[j]), cj + kw - 1)
+                blocks = [[grid[a][b] for b in ca.used] for a in ra.used]
+                got = _run_native(native_gather, blocks, *ra.maps(), *ca.maps(), 0.3, dtype)
+                want = ref[o_r[i]:o_r[i] + ci + kh - 1, o_c[j]:o_c[j] + cj + kw - 1]
+                assert _same(got, want), (bnd, mode, chunks, i, j)
+
+
+def test_halos_argument():
+    x = da.ones((40, 40), chunks=10)
+    k = np.ones((3, 3))
+    with pytest.raises(ValueError, match="unknown halos 'nope'"):
+        tcd.correlate2d(x, k, halos="nope")
+    with pytest.raises(ValueError, match="halos='gather' needs a 2-D dask array.*stack"):
+        tcd.correlate2d(da.ones((2, 40, 40), chunks=10), k, halos="gather")
+    with dask.config.set(scheduler="sync"):  # integers and complex data through the gather
+        xi = np.arange(1600, dtype=np.int16).reshape(40, 40) % 97
+        xc = xi + 1j * xi[::-1]
+        for a, fill in [(xi, 3), (xc, 1 - 2j)]:
+            got = tcd.correlate2d(da.from_array(a, chunks=(7, 13)), k, "full", "fill", fill,
+                                  method="direct", halos="gather").compute()
+            assert _same(got, tc.correlate2d(a, k, "full", "fill", fill, method="direct"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp32", "fp16fp32", "fp64"])
+def test_gpu_gather_from_host_blocks(precision):
+    """Host chunks on a GPU method through the C++ multi-block staging (run_gather_blocks):
+    uneven chunks, halos spanning several blocks, every mode and boundary, bit for bit the
+    one call's result (and map_overlap's)."""
+    dt = {"fp32": np.float32, "fp16fp32": np.float16, "fp64": np.float64}[precision]
+    rng = np.random.default_rng(24)
+    x = rng.standard_normal((531, 389)).astype(dt)
+    k = rng.standard_normal((15, 15))
+    with dask.config.set(scheduler="threads"):
+        for mode, bnd in itertools.product(MODES, BOUNDARIES):
+            ref = tc.correlate2d(x, k, mode, bnd, 0.5, method="naive_shmem", precision=precision)
+            for chunks in [(128, 100), ((5, 300, 226), (389,)), (7, 6)]:
+                out = tcd.correlate2d(da.from_array(x, chunks=chunks), k, mode, bnd, 0.5,
+                                      method="naive_shmem", precision=precision, halos="gather")
+                assert _same(out.compute(), ref), (mode, bnd, chunks)
+    if precision == "fp32":  # a complex kernel on a GPU method keeps to map_overlap
+        kc = k + 0.25j
+        dx = da.from_array(x, chunks=(128, 100))
+        with pytest.raises(ValueError, match="complex data .* map_overlap"):
+            tcd.correlate2d(dx, kc, "same", "symm", method="naive_shmem", halos="gather")
+        got = tcd.correlate2d(dx, kc, "same", "symm", method="naive_shmem").compute(
+            scheduler="threads")
+        assert _same(got, tc.correlate2d(x, kc, "same", "symm", method="naive_shmem"))
+    # the C++ checks of the maps: a local row outside its block is a ValueError, not a read
+    p = tc.plan(k, (20, 20), mode="valid", method="naive_shmem", precision=precision)
+    blk = rng.standard_normal((20, 20)).astype(dt)
+    zeros, idx = np.zeros(20, np.int64), np.arange(20, dtype=np.int64)
+    bad = idx.copy()
+    bad[3] = 20
+    out = np.empty(p.out_shape, dt)
+    for rl, msg in [(bad, "row_src holds a row outside its block"), (idx, None)]:
+        args = (np.array([blk.ctypes.data], np.int64), np.array([20, 20, 20], np.int64), 1, 1,
+                zeros, rl, zeros, idx, 0.0, out.ctypes.data, *out.shape, out.shape[1],
+                np.dtype(dt).name)
+        if msg:
+            with pytest.raises(ValueError, match=msg):
+                p._plan.run_gather_blocks(*args)
+        else:
+            p._plan.run_gather_blocks(*args)
+            assert _same(out, tc.correlate2d(blk, k, "valid", method="naive_shmem",
+                                             precision=precision))
+    tcd.clear_plans()
+
+
+def test_block_gather_checks_its_maps():
+    """_core.Plan.run_gather_blocks checks the maps before any read (any plan; a CPU plan then
+    says that only CUDA plans stage)."""
+    p = tc.plan(np.ones((3, 3)), (6, 6), mode="valid", method="direct", precision="fp64")
+    blk = np.zeros((6, 6))
+    out = np.empty(p.out_shape)
+    idx, zeros = np.arange(6, dtype=np.int64), np.zeros(6, np.int64)
+
+    def call(rb=zeros, rl=idx, cb=zeros, cl=idx, dims=(6, 6, 6), grid=(1, 1)):
+        p._plan.run_gather_blocks(np.array([blk.ctypes.data] * (grid[0] * grid[1]), np.int64),
+                                  np.array(dims * (grid[0] * grid[1]), np.int64), *grid, rb, rl,
+                                  cb, cl, 0.0, out.ctypes.data, *out.shape, out.shape[1],
+                                  "float64")
+
+    with pytest.raises(ValueError, match="row_src holds a row outside its block"):
+        call(rl=np.array([0, 1, 2, 3, 4, 6], np.int64))
+    with pytest.raises(ValueError, match="col_src / col_blk name no block column"):
+        call(cb=np.array([0, 0, 1, 0, 0, 0], np.int64))
+    with pytest.raises(ValueError, match="name no block row"):
+        call(rl=np.array([0, 1, -2, 3, 4, 5], np.int64))
+    with pytest.raises(ValueError, match="one entry per padded row"):
+        call(rb=zeros[:5])
+    with pytest.raises(ValueError, match="bad row stride|bad host gather"):
+        call(dims=(6, 6, 5))
+    with pytest.raises(ValueError, match="one pointer and"):
+        call(grid=(0, 1))
+    if p.method == "direct":  # a CPU plan: the maps pass, then only CUDA plans stage
+        with pytest.raises(ValueError, match="only CUDA plans"):
+            call()

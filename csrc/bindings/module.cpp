@@ -81,6 +81,7 @@ void set_options(PlanRequest& r, const std::string& method, const py::object& op
 }
 
 using F64Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using I64Array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
 
 // Plan.run_batch: a stack whose image b starts b * *_bstride elements after image 0.
 void run_stack(Plan& p, std::uintptr_t in_ptr, std::int64_t batch, std::int64_t in_bstride,
@@ -258,7 +259,53 @@ PYBIND11_MODULE(_core, m) {
           py::arg("pad_top"), py::arg("pad_left"), py::arg("fill"), py::arg("out_ptr"),
           py::arg("out_bstride"), py::arg("out_rows"), py::arg("out_cols"),
           py::arg("out_stride"), py::arg("dtype"), py::arg("stream") = 0,
-          py::arg("on_device") = false);
+          py::arg("on_device") = false)
+      .def(
+          "run_gather_blocks",
+          [](Plan& p, const I64Array& block_ptrs, const I64Array& block_dims,
+             std::int64_t block_rows, std::int64_t block_cols, const I64Array& row_blk,
+             const I64Array& row_src, const I64Array& col_blk, const I64Array& col_src,
+             double fill, std::uintptr_t out_ptr, std::int64_t out_rows, std::int64_t out_cols,
+             std::int64_t out_stride, const std::string& dtype, std::uintptr_t stream) {
+            const std::int64_t n = block_rows * block_cols;
+            if (block_rows < 1 || block_cols < 1 || block_ptrs.ndim() != 1 ||
+                block_ptrs.shape(0) != n || block_dims.ndim() != 1 || block_dims.shape(0) != 3 * n)
+              throw ValueError("block_ptrs / block_dims must hold one pointer and (rows, cols, "
+                               "row stride) per block of the block_rows x block_cols grid");
+            for (const I64Array* a : {&row_blk, &row_src})
+              if (a->ndim() != 1 || a->shape(0) != p.in_rows())
+                throw ValueError("row_blk / row_src must hold one entry per padded row");
+            for (const I64Array* a : {&col_blk, &col_src})
+              if (a->ndim() != 1 || a->shape(0) != p.in_cols())
+                throw ValueError("col_blk / col_src must hold one entry per padded column");
+            std::vector<const void*> ptrs(static_cast<std::size_t>(n));
+            for (std::int64_t b = 0; b < n; ++b)
+              ptrs[static_cast<std::size_t>(b)] =
+                  reinterpret_cast<const void*>(static_cast<std::uintptr_t>(block_ptrs.data()[b]));
+            const std::int64_t* d = block_dims.data();
+            HostGather g;  // src: block 0, for the dtype and the host/device check
+            g.src = tensor(static_cast<std::uintptr_t>(block_ptrs.data()[0]), d[0], d[1], d[2],
+                           dtype, false);
+            g.blocks = ptrs.data();
+            g.block_dims = d;
+            g.block_rows = block_rows;
+            g.block_cols = block_cols;
+            g.row_blk = row_blk.data();
+            g.row_src = row_src.data();
+            g.col_blk = col_blk.data();
+            g.col_src = col_src.data();
+            g.fill = fill;
+            Tensor2D out = tensor(out_ptr, out_rows, out_cols, out_stride, dtype, false);
+            py::gil_scoped_release release;
+            p.execute_gather(g, out, 0, 1, stream);
+          },
+          "A host image padded as it is staged from a grid of host blocks (tensorconv.dask: a "
+          "chunk and its neighbours): padded row r is local row row_src[r] of block row "
+          "row_blk[r], columns likewise (-1: the fill value). CUDA plans.",
+          py::arg("block_ptrs"), py::arg("block_dims"), py::arg("block_rows"),
+          py::arg("block_cols"), py::arg("row_blk"), py::arg("row_src"), py::arg("col_blk"),
+          py::arg("col_src"), py::arg("fill"), py::arg("out_ptr"), py::arg("out_rows"),
+          py::arg("out_cols"), py::arg("out_stride"), py::arg("dtype"), py::arg("stream") = 0);
 
   m.def(
       "make_plan",

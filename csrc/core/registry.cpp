@@ -268,6 +268,37 @@ void Plan::run_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Ten
   }
 }
 
+// A gather from several host blocks (HostGather::blocks): every padded row and column must
+// name a block and a local index inside every block it reads.
+void Plan::check_block_gather(const HostGather& in, std::int64_t batch) const {
+  if (batch != 1 || in.src.on_device)
+    throw ValueError("a gather from several blocks takes one host image");
+  const std::int64_t nr = in.block_rows, nc = in.block_cols;
+  if (nr < 1 || nc < 1 || !in.block_dims || !in.row_blk || !in.col_blk)
+    throw ValueError("bad block gather description");
+  for (std::int64_t b = 0; b < nr * nc; ++b) {
+    const std::int64_t* d = in.block_dims + 3 * b;
+    if (!in.blocks[b] || d[0] < 1 || d[1] < 1 || d[2] < d[1])
+      throw ValueError("block " + std::to_string(b) + " is empty or has a bad row stride");
+  }
+  for (std::int64_t r = 0; r < ih_; ++r) {
+    const std::int64_t i = in.row_blk[r], s = in.row_src[r];
+    if (s == -1) continue;
+    if (s < 0 || i < 0 || i >= nr) throw ValueError("row_src / row_blk name no block row");
+    for (std::int64_t j = 0; j < nc; ++j)
+      if (s >= in.block_dims[3 * (i * nc + j)])
+        throw ValueError("row_src holds a row outside its block");
+  }
+  for (std::int64_t c = 0; c < iw_; ++c) {
+    const std::int64_t j = in.col_blk[c], s = in.col_src[c];
+    if (s == -1) continue;
+    if (s < 0 || j < 0 || j >= nc) throw ValueError("col_src / col_blk name no block column");
+    for (std::int64_t i = 0; i < nr; ++i)
+      if (s >= in.block_dims[3 * (i * nc + j) + 1])
+        throw ValueError("col_src holds a column outside its block");
+  }
+}
+
 void Plan::execute_gather(const HostGather& in, const Tensor2D& out,
                           std::int64_t out_batch_stride, std::int64_t batch,
                           std::uintptr_t stream) {
@@ -281,15 +312,19 @@ void Plan::execute_gather(const HostGather& in, const Tensor2D& out,
   if (in.src.dtype != out.dtype || in.src.rows < 1 || in.src.cols < 1 || !in.row_src ||
       !in.col_src || in.src.row_stride < in.src.cols)
     throw ValueError("bad host gather description");
-  if (in.pad_top < 0 || in.pad_left < 0 || in.pad_top + in.src.rows > ih_ ||
-      in.pad_left + in.src.cols > iw_)
-    throw ValueError("the source image does not fit the plan's padded image shape");
-  for (std::int64_t r = 0; r < ih_; ++r)
-    if (in.row_src[r] < -1 || in.row_src[r] >= in.src.rows)
-      throw ValueError("row_src holds a row outside the source image");
-  for (std::int64_t c = 0; c < iw_; ++c)
-    if (in.col_src[c] < -1 || in.col_src[c] >= in.src.cols)
-      throw ValueError("col_src holds a column outside the source image");
+  if (in.blocks) {
+    check_block_gather(in, batch);
+  } else {
+    if (in.pad_top < 0 || in.pad_left < 0 || in.pad_top + in.src.rows > ih_ ||
+        in.pad_left + in.src.cols > iw_)
+      throw ValueError("the source image does not fit the plan's padded image shape");
+    for (std::int64_t r = 0; r < ih_; ++r)
+      if (in.row_src[r] < -1 || in.row_src[r] >= in.src.rows)
+        throw ValueError("row_src holds a row outside the source image");
+    for (std::int64_t c = 0; c < iw_; ++c)
+      if (in.col_src[c] < -1 || in.col_src[c] >= in.src.cols)
+        throw ValueError("col_src holds a column outside the source image");
+  }
   Tensor2D padded = in.src;
   padded.rows = ih_;
   padded.cols = iw_;

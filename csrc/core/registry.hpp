@@ -48,6 +48,17 @@ struct HostGather {
   const std::int64_t* col_src = nullptr;
   std::int64_t pad_top = 0, pad_left = 0;
   double fill = 0.0;
+  // Several host sources (tensorconv.dask: a chunk's neighbourhood of blocks, so halos are read
+  // straight from the neighbours, no concatenated copy): when `blocks` is set, padded row r is
+  // local row row_src[r] of block row row_blk[r], padded column c local column col_src[c] of
+  // block column col_blk[c] (row_src / col_src -1: the fill value; pad_top / pad_left unused).
+  // Block (i, j) starts at blocks[i * block_cols + j]; block_dims[3 * (i * block_cols + j)]
+  // holds its rows, cols and row stride (elements). `src` gives the dtype; batch 1.
+  const void* const* blocks = nullptr;
+  const std::int64_t* block_dims = nullptr;
+  std::int64_t block_rows = 0, block_cols = 0;
+  const std::int64_t* row_blk = nullptr;
+  const std::int64_t* col_blk = nullptr;
 };
 
 // Prepared kernel state (+ device workspace) for one kernel, image shape and precision.
@@ -96,6 +107,7 @@ class Plan {
                          std::int64_t out_batch_stride, std::int64_t batch,
                          std::uintptr_t stream);
   void check_shapes(const Tensor2D& in, const Tensor2D& out) const;  // execute's checks
+  void check_block_gather(const HostGather& in, std::int64_t batch) const;  // execute_gather's
   virtual void run_gather(const HostGather& in, const Tensor2D& out,
                           std::int64_t out_batch_stride, std::int64_t batch,
                           std::uintptr_t stream);

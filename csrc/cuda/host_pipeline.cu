@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "block_gather.hpp"
 #include "common.cuh"
 #include "pinned_pool.hpp"
 #include "staging_team.hpp"
@@ -301,6 +302,9 @@ void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
   const std::int64_t in_piece = piece_rows(band_in, iw_ * static_cast<std::int64_t>(es));
   const std::int64_t out_piece = piece_rows(band_out, ow * static_cast<std::int64_t>(es));
 
+  // several source blocks (tensorconv.dask): each padded row from its block row, its columns
+  // as runs over the block columns (block_gather.hpp)
+  const std::vector<ColumnRun> runs = g.blocks ? column_runs(g, iw_) : std::vector<ColumnRun>();
   auto pack = [&](std::int64_t j, int slot) {
     std::int64_t b, o0;
     job(j, b, o0);
@@ -308,6 +312,12 @@ void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
     char* dst0 = st.pin_in[slot].get();
     team().run((band_in + in_piece - 1) / in_piece, [&](std::int64_t p) {
       const std::int64_t r0 = p * in_piece, r1 = std::min(band_in, r0 + in_piece);
+      if (g.blocks) {
+        for (std::int64_t r = r0; r < r1; ++r)
+          gather_block_row(dst0 + r * iw_ * static_cast<std::int64_t>(es), g, o0 + r, runs, es,
+                           fill);
+        return;
+      }
       for (std::int64_t r = r0; r < r1; ++r) {
         const std::int64_t pr = o0 + r;  // padded row
         const std::int64_t inside = pr - g.pad_top;

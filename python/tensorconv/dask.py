@@ -11,6 +11,15 @@ wherever it sits) then give the one-call result bit for bit; others (FFTs, tenso
 give it within their accuracy bounds. ``method='auto'`` resolves once for the whole image and
 keeps to those methods.
 
+2-D arrays of NumPy chunks skip ``map_overlap`` (``halos='gather'``, the default there): each
+output chunk's task receives the blocks its padded chunk reads (itself and its neighbours, as
+separate arrays, across the image edge for 'wrap'/'symm') and gathers the padded chunk from
+them through per-row and per-column (block, local index) maps derived from the one call's
+``pad_sources``. On a CUDA method the C++ staging reads the blocks straight into its pinned
+buffers (``run_gather_blocks``), so every pixel is copied once, as one call copies it; on a CPU
+method NumPy gathers the padded chunk (one copy). CuPy chunks, stacks and complex data on a
+GPU keep ``map_overlap`` (``halos='map_overlap'`` asks for it everywhere).
+
 Needs the optional extra: ``pip install "tensorconv[dask]"`` (dask[array], distributed).
 """
 
@@ -31,7 +40,7 @@ except ImportError as e:  # pragma: no cover - the extra is optional
 from . import _api
 from ._api import _STORAGE, _COMPLEX_STORAGE, _check_boundary, _check_fillvalue, _check_mode
 from ._api import _check_precision, _fill_for, _pads
-from ._arrays import boundary_indices
+from ._arrays import boundary_indices, pad_sources
 from .methods import methods as _methods
 
 __all__ = ["clear_plans", "convolve2d", "correlate2d", "exact_methods"]
@@ -139,20 +148,14 @@ def clear_plans() -> None:
         _IDLE.clear()
 
 
-def _gpu_valid(block, kernel, method, precision, convolve):
-    k = kernel.get() if _is_cupy(kernel) else np.asarray(kernel)
-    dev = None
-    if _is_cupy(block):
-        dev = block.device.id
-    key = (k.tobytes(), k.dtype.str, k.shape, tuple(block.shape[-2:]), method, precision,
-           bool(convolve), dev)
+def _checkout(key, make):
     with _IDLE_LOCK:
         idle = _IDLE.get(key)
         p = idle.pop() if idle else None
-    if p is None:
-        p = _api.Plan(kernel, block.shape[-2:], mode="valid", method=method,
-                      precision=precision, convolve=convolve, device="cuda")
-    out = p(block)  # a (B, H, W) chunk is one batched call
+    return p if p is not None else make()
+
+
+def _checkin(key, p):
     with _IDLE_LOCK:
         _IDLE.setdefault(key, []).append(p)
         _IDLE.move_to_end(key)
@@ -163,6 +166,20 @@ def _gpu_valid(block, kernel, method, precision, convolve):
             if not _IDLE[oldest]:
                 del _IDLE[oldest]
             n -= 1
+
+
+def _gpu_valid(block, kernel, method, precision, convolve):
+    k = kernel.get() if _is_cupy(kernel) else np.asarray(kernel)
+    dev = None
+    if _is_cupy(block):
+        dev = block.device.id
+    key = (k.tobytes(), k.dtype.str, k.shape, tuple(block.shape[-2:]), method, precision,
+           bool(convolve), dev)
+    p = _checkout(key, lambda: _api.Plan(kernel, block.shape[-2:], mode="valid", method=method,
+                                         precision=precision, convolve=convolve,
+                                         device="cuda"))
+    out = p(block)  # a (B, H, W) chunk is one batched call
+    _checkin(key, p)  # (a plan that raised is dropped)
     return out
 
 
@@ -191,7 +208,169 @@ def _cast(x, dtype):
     return backend_of(x).cast(x, np.dtype(dtype)) if dtype is not None else x
 
 
-def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool, dtype):
+# ---- halos gathered from the neighbouring blocks (no map_overlap copies) ----
+
+_HALOS = ("auto", "gather", "map_overlap")
+
+
+@functools.lru_cache(maxsize=64)
+def _axis_sources(n: int, before: int, after: int, boundary: str, chunks: tuple):
+    """The one call's padded-position -> source-index map of one axis (pad_sources) and the
+    first index of each input block along it."""
+    src = pad_sources(n, before, after, boundary)
+    src.setflags(write=False)
+    return src, np.cumsum((0,) + tuple(chunks))
+
+
+def _axis_maps(n, before, after, boundary, chunks, o0, length):
+    """Padded positions o0 .. o0 + length of one axis as (global block, local index) pairs;
+    -1, -1 where 'fill' puts the fill value."""
+    src, starts = _axis_sources(n, before, after, boundary, chunks)
+    s = src[o0:o0 + length]
+    blk = np.searchsorted(starts, s, side="right") - 1
+    local = np.where(s >= 0, s - starts[np.maximum(blk, 0)], -1)
+    return np.where(s >= 0, blk, -1), local
+
+
+class _Axis:
+    """What one output chunk reads along one axis: padded positions o0 .. o0 + length of an
+    axis of n source positions chunked as `chunks`, and the blocks `used` they come from."""
+
+    __slots__ = ("n", "before", "after", "boundary", "chunks", "o0", "length", "used")
+
+    def __init__(self, n, before, after, boundary, chunks, o0, length):
+        self.n, self.before, self.after, self.boundary = n, before, after, boundary
+        self.chunks, self.o0, self.length = tuple(chunks), o0, length
+        blk, _ = self.maps(global_blocks=True)
+        self.used = tuple(int(b) for b in np.unique(blk[blk >= 0]))
+
+    def __getstate__(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, d):
+        for k, v in d.items():
+            setattr(self, k, v)
+
+    def maps(self, global_blocks=False):
+        """(block, local index) per padded position; the block as an index into `used`."""
+        blk, local = _axis_maps(self.n, self.before, self.after, self.boundary, self.chunks,
+                                self.o0, self.length)
+        if not global_blocks:
+            blk = np.where(blk >= 0, np.searchsorted(np.asarray(self.used), blk), -1)
+        return np.ascontiguousarray(blk, np.int64), np.ascontiguousarray(local, np.int64)
+
+
+def _gather_numpy(blocks, rb, rl, cb, cl, fill, storage):
+    """The padded chunk on the host (CPU methods): each pixel copied once from its block."""
+    out = np.empty((rl.size, cl.size), np.dtype(storage))
+    if (rl < 0).any() or (cl < 0).any():
+        out[...] = fill
+    for i, row in enumerate(blocks):
+        ri = np.flatnonzero(rb == i)
+        if not ri.size:
+            continue
+        for j, b in enumerate(row):
+            ci = np.flatnonzero(cb == j)
+            if ci.size:
+                out[np.ix_(ri, ci)] = np.asarray(b)[np.ix_(rl[ri], cl[ci])]
+    return out
+
+
+def _host_block(b, storage):
+    """A block the C++ gather can read: the storage dtype, rows of unit-stride elements."""
+    b = np.asarray(b)
+    es = np.dtype(storage).itemsize
+    if (b.dtype != np.dtype(storage) or b.strides[1] != es or b.strides[0] % es
+            or b.strides[0] < b.shape[1] * es):
+        b = np.ascontiguousarray(b, np.dtype(storage))
+    return b
+
+
+def _gpu_gather_valid(blocks, rb, rl, cb, cl, fill, kernel, method, precision, convolve,
+                      storage):
+    """The valid correlation of the padded chunk the C++ staging gathers from `blocks` (a grid
+    of host arrays) through the row/column maps, into a result from the pinned pool where it
+    fits: no padded copy on the host."""
+    k = np.asarray(kernel)
+    shape = (int(rl.size), int(cl.size))
+    key = (k.tobytes(), k.dtype.str, k.shape, shape, method, precision, bool(convolve), None)
+    p = _checkout(key, lambda: _api.Plan(kernel, shape, mode="valid", method=method,
+                                         precision=precision, convolve=convolve,
+                                         device="cuda"))
+    grid = [[_host_block(b, storage) for b in row] for row in blocks]
+    es = np.dtype(storage).itemsize
+    flat = [b for row in grid for b in row]
+    ptrs = np.array([b.ctypes.data for b in flat], np.int64)
+    dims = np.array([(b.shape[0], b.shape[1], b.strides[0] // es) for b in flat],
+                    np.int64).ravel()
+    out = _api._host_result(p.out_shape, storage)
+    p._plan.run_gather_blocks(ptrs, dims, len(grid), len(grid[0]), rb, rl, cb, cl, float(fill),
+                              out.ctypes.data, out.shape[0], out.shape[1], out.strides[0] // es,
+                              storage, 0)
+    _checkin(key, p)  # (a plan that raised is dropped)
+    return out
+
+
+def _gather_chunk(blocks, *, rows, cols, kernel, method, precision, convolve, out_dtype,
+                  fill, storage):
+    """One output chunk from the blocks its padded chunk reads (rows.used x cols.used)."""
+    rb, rl = rows.maps()
+    cb, cl = cols.maps()
+    if _method_device(method) == "cuda":
+        out = _gpu_gather_valid(blocks, rb, rl, cb, cl, fill, kernel, method, precision,
+                                convolve, storage)
+    else:
+        padded = _gather_numpy(blocks, rb, rl, cb, cl, fill, storage)
+        f = _api.convolve2d if convolve else _api.correlate2d
+        out = f(padded, kernel, "valid", method=method, precision=precision)
+    return _cast(out, out_dtype)
+
+
+def _last_positive(chunks, delta: int) -> tuple:
+    """Output chunks along one axis: the input's, the last grown by `delta` (the mode's padding
+    minus the kernel's k - 1), chunks merged from the end until the last is positive."""
+    c = list(chunks)
+    while len(c) > 1 and c[-1] + delta < 1:
+        last = c.pop()
+        c[-1] += last
+    c[-1] += delta
+    return tuple(c)
+
+
+def _gathered(xs, kernel, mode_pads, bnd, fill, method, precision, convolve, out_dtype,
+              res_dtype, storage, meta):
+    """The dask graph of the gather path: one task per output chunk, its inputs the blocks it
+    reads (keys, no intermediate arrays)."""
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    kh, kw = int(kernel.shape[0]), int(kernel.shape[1])
+    (pt, pb), (pl, pr) = mode_pads
+    axes = []
+    for n, (before, after), k, chunks in ((xs.shape[0], (pt, pb), kh, xs.chunks[0]),
+                                         (xs.shape[1], (pl, pr), kw, xs.chunks[1])):
+        oc = _last_positive(chunks, before + after - (k - 1))
+        starts = np.cumsum((0,) + oc)
+        axes.append((oc, [_Axis(n, before, after, bnd, chunks, int(starts[i]), c + k - 1)
+                          for i, c in enumerate(oc)]))
+    (orow, rows), (ocol, cols) = axes
+    kk = np.asarray(kernel)
+    name = "tc-gather-" + tokenize(xs.name, kk.tobytes(), kk.dtype.str, kk.shape, mode_pads,
+                                   bnd, fill, method, precision, convolve, str(out_dtype))
+    common = dict(kernel=kernel, method=method, precision=precision, convolve=convolve,
+                  out_dtype=out_dtype, fill=fill, storage=storage)
+    dsk = {}
+    for i, ra in enumerate(rows):
+        for j, ca in enumerate(cols):
+            blocks = [[(xs.name, a, b) for b in ca.used] for a in ra.used]
+            dsk[(name, i, j)] = (functools.partial(_gather_chunk, rows=ra, cols=ca, **common),
+                                 blocks)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xs])
+    return da.Array(graph, name, chunks=(orow, ocol), dtype=res_dtype, meta=meta)
+
+
+def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool, dtype,
+         halos="auto"):
     if not isinstance(x, da.Array):
         raise TypeError(f"x must be a dask.array.Array, got {type(x).__name__} (use "
                         "tensorconv.correlate2d for NumPy, CuPy or PyTorch arrays)")
@@ -204,6 +383,8 @@ def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool
     if any(s == 0 for s in x.shape):
         what = "stack has B=0 images" if x.ndim == 3 and x.shape[0] == 0 else "x is empty"
         raise ValueError(f"{what} (shape {tuple(x.shape)})")
+    if halos not in _HALOS:
+        raise ValueError(f"unknown halos {halos!r}; valid: {', '.join(_HALOS)}")
     kb = _api.backend_of(kernel)
     kernel = kb.asarray(kernel)
     _api._check_array(kernel, kb, "kernel")
@@ -245,6 +426,21 @@ def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool
     # storage first, then padding: the fill lands in storage as one call puts it there
     xs = x.astype(np.dtype(storage))
     ax = x.ndim - 2
+    res_dtype = out_dtype if out_dtype is not None else np.dtype(
+        _COMPLEX_STORAGE[precision] if complex_data else _STORAGE[precision])
+    meta = da.utils.meta_from_array(x._meta, x.ndim, res_dtype)
+    # the gather path: 2-D NumPy chunks (on a GPU method real data: the C++ staging's)
+    why = ("x is a stack" if x.ndim != 2 else "x has CuPy chunks" if on_device else
+           "complex data (image or kernel) on a GPU method is staged by map_overlap"
+           if _method_device(method) == "cuda" and complex_data else None)
+    if halos == "gather" and why:
+        raise ValueError(f"halos='gather' needs a 2-D dask array of NumPy chunks ({why}); use "
+                         "halos='auto' or 'map_overlap'")
+    if halos != "map_overlap" and why is None:
+        if kernel.__class__.__module__.split(".")[0] == "cupy":
+            kernel = kernel.get()
+        return _gathered(xs, kernel, ((pt, pb), (pl, pr)), bnd, fill, method, precision,
+                         convolve, out_dtype, res_dtype, storage, meta)
     # halo split per axis (before + after = k - 1) so 'same' output chunks are the input's
     depth_r = (min(pt, kh - 1), kh - 1 - min(pt, kh - 1))
     depth_c = (min(pl, kw - 1), kw - 1 - min(pl, kw - 1))
@@ -266,12 +462,9 @@ def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool
     oc = list(xp_.chunks)
     oc[ax] = out_chunks(oc[ax], depth_r)
     oc[ax + 1] = out_chunks(oc[ax + 1], depth_c)
-    res_dtype = out_dtype if out_dtype is not None else np.dtype(
-        _COMPLEX_STORAGE[precision] if complex_data else _STORAGE[precision])
     depth = {ax: depth_r, ax + 1: depth_c}
     if ax:
         depth[0] = (0, 0)
-    meta = da.utils.meta_from_array(x._meta, x.ndim, res_dtype)
     return da.map_overlap(
         _valid_block, xp_, depth=depth, boundary="none", trim=False, chunks=tuple(oc),
         dtype=res_dtype, meta=meta, kernel=kernel, method=method, precision=precision,
@@ -279,18 +472,19 @@ def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool
 
 
 def correlate2d(x, kernel, mode="full", boundary="fill", fillvalue=0, *, method="auto",
-                precision=None, dtype=None):
+                precision=None, dtype=None, halos="auto"):
     """scipy.signal.correlate2d of a 2-D dask array (NumPy or CuPy chunks) with a NumPy/CuPy
     kernel, chunk by chunk; a 3-D (B, H, W) dask array is a stack, each image correlated alone.
     Returns a lazy dask array; chunks too small for the kernel's halo are merged first. With a
     method of exact_methods() the result equals tensorconv.correlate2d on the whole array bit
     for bit; 'auto' keeps to those (direct on the CPU, naive_shmem on a GPU) unless none runs
-    the precision."""
-    return _run(x, kernel, mode, boundary, fillvalue, method, precision, False, dtype)
+    the precision. ``halos``: 'auto' (gathered from the neighbouring blocks for 2-D NumPy
+    chunks, map_overlap otherwise), 'gather' (that path or a ValueError), 'map_overlap'."""
+    return _run(x, kernel, mode, boundary, fillvalue, method, precision, False, dtype, halos)
 
 
 def convolve2d(x, kernel, mode="full", boundary="fill", fillvalue=0, *, method="auto",
-               precision=None, dtype=None):
+               precision=None, dtype=None, halos="auto"):
     """scipy.signal.convolve2d of a 2-D dask array (or a (B, H, W) stack) chunk by chunk; see
     correlate2d."""
-    return _run(x, kernel, mode, boundary, fillvalue, method, precision, True, dtype)
+    return _run(x, kernel, mode, boundary, fillvalue, method, precision, True, dtype, halos)

@@ -113,7 +113,7 @@ def parser() -> argparse.ArgumentParser:
     g = ap.add_argument_group(
         "options of some presets only", "kondo, filters: --parts, --rs; filters: --cv2-rs, "
         "--kornia-max-r (--sizes: the one image side, default 4096); stacks: --quick, "
-        "--host-only, --skip-host; dask: --gpus, --chunk, --boundary, --mode, --overhead, "
+        "--host-only, --skip-host; dask: --gpus, --chunk, --boundary, --mode, --overhead, --halos, "
         "--device (--sizes: the image side, default 65536; --kernels, default 15; --precisions, "
         "default fp32; --methods: one method; --threads: per worker, default 16; --runs, "
         "default 3). Any of them with another preset is an error.")
@@ -139,6 +139,9 @@ def parser() -> argparse.ArgumentParser:
                    "(default same)")
     g.add_argument("--overhead", action="store_true", help="dask: also Dask's halos and a "
                    "fresh result per chunk, no correlation")
+    g.add_argument("--halos", help="dask: comma list of tensorconv.dask halo paths, each "
+                   "timed and checked: gather (default: read from the neighbouring blocks), "
+                   "map_overlap")
     g.add_argument("--device", choices=("cuda", "cpu"), help="dask: cuda (default) or cpu (a "
                    "2-process LocalCluster, method direct: a correctness check)")
     return ap
@@ -149,7 +152,7 @@ PRESET_ONLY = {"parts": ("kondo", "filters"), "rs": ("kondo", "filters"),
                "cv2_rs": ("filters",), "kornia_max_r": ("filters",), "quick": ("stacks",),
                "host_only": ("stacks",), "skip_host": ("stacks",), "gpus": ("dask",),
                "chunk": ("dask",), "boundary": ("dask",), "mode": ("dask",),
-               "overhead": ("dask",), "device": ("dask",)}
+               "overhead": ("dask",), "device": ("dask",), "halos": ("dask",)}
 PARTS = {"kondo": ("general", "fig5"), "filters": ("gaussian", "fig5", "bilateral")}
 
 
@@ -366,13 +369,17 @@ def family(a, sweep, dev, precisions, methods, parts, extra) -> int:
         _dask.plan(**args)
     except ValueError as e:
         raise SystemExit(f"tensorconv-bench: error: {e}") from None
+    halos = tuple(h.strip() for h in (a.halos or "gather").split(","))
+    if any(h not in ("gather", "map_overlap") for h in halos):
+        raise SystemExit(f"tensorconv-bench: error: --halos takes gather, map_overlap; got "
+                         f"{a.halos!r}")
     if device == "cuda" and dev.lib is None:
         sweep.log("dask rows skipped: no usable CUDA device (see above); --device cpu runs "
                   "the CPU check")
         return 0
     name = dev.name() if device == "cuda" else f"CPU {_report.cpu_model()}"
     rows = _dask.dask_rows(sweep, name, threads=16 if a.threads is None else a.threads,
-                           runs=a.runs, overhead=a.overhead, **args)
+                           runs=a.runs, overhead=a.overhead, halos=halos, **args)
     sweep.rows += rows
     return 0 if all(r.get("equal", True) for r in rows) else 1
 
