@@ -517,3 +517,27 @@ def test_block_gather_checks_its_maps():
     if p.method == "direct":  # a CPU plan: the maps pass, then only CUDA plans stage
         with pytest.raises(ValueError, match="only CUDA plans"):
             call()
+
+
+def test_plan_cache_evicts_past_checked_out_keys(monkeypatch):
+    """The per-worker plan cache: a key whose plans are all checked out leaves no empty entry,
+    and eviction past the cap drops the least recently used plans (it raised IndexError on an
+    empty entry once, failing the chunk after its result was computed)."""
+    import tensorconv.dask as m
+
+    monkeypatch.setattr(m, "_IDLE", m.OrderedDict())
+    monkeypatch.setattr(m, "_MAX_IDLE", 2)
+    made = []
+
+    def make():
+        made.append(object())
+        return made[-1]
+
+    a = m._checkout("a", make)
+    m._checkin("a", a)
+    assert m._checkout("a", make) is a and "a" not in m._IDLE  # checked out: no empty list
+    b, c, d = (m._checkout(k, make) for k in "bcd")
+    for k, p in (("a", a), ("b", b), ("c", c), ("d", d)):
+        m._checkin(k, p)
+    assert sum(len(v) for v in m._IDLE.values()) == 2
+    assert list(m._IDLE) == ["c", "d"]

@@ -283,3 +283,24 @@ def test_gpu_host_results_pinned_and_kept():
     rc = p(a)  # a dropped result's block comes back from the pool: nothing new is pinned
     assert _core.pinned_held_bytes() == held
     np.testing.assert_array_equal(rc, want_a)
+
+
+def test_staging_team_runs_each_piece_once(tmp_path):
+    """The staging team (csrc/cuda/staging_team.hpp, plain C++) under many short jobs: every
+    piece exactly once, none after run() returns (tests/native/staging_team_check.cpp)."""
+    import os
+    import shutil
+    import subprocess
+
+    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler on PATH to build tests/native/staging_team_check.cpp")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.exists(os.path.join(root, "csrc", "cuda", "staging_team.hpp")):
+        pytest.skip("csrc/ is not beside tests/ (an installed package without sources)")
+    exe = str(tmp_path / "staging_team_check")
+    subprocess.run([cxx, "-O2", "-std=c++17", "-pthread", "-I", os.path.join(root, "csrc"),
+                    os.path.join(root, "tests", "native", "staging_team_check.cpp"), "-o", exe],
+                   check=True, capture_output=True)
+    r = subprocess.run([exe, "200000"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -15,8 +15,8 @@
 namespace tc {
 
 // Persistent threads for the staging copies. A job's pieces are claimed from one atomic word
-// (generation << 32 | next piece), so a thread that wakes late finds nothing left and the
-// caller waits only for pieces in progress. Workers spin ~1 ms after a job (the next band's job
+// (generation | piece count | next piece), so a thread that wakes late finds nothing left, and
+// the caller waits only for pieces in progress. Workers spin ~1 ms after a job (the next band's job
 // comes within ~0.3 ms), then sleep. One caller at a time: a concurrent caller (another plan's
 // pipeline in another Python thread) runs its pieces itself.
 class Team {
@@ -32,37 +32,48 @@ class Team {
   void run(std::int64_t pieces, const std::function<void(std::int64_t)>& f) {
     if (pieces <= 0) return;
     std::unique_lock<std::mutex> mine(call_, std::try_to_lock);
-    if (!mine.owns_lock() || pieces == 1 || threads_.empty()) {
+    if (!mine.owns_lock() || pieces == 1 || pieces > kMaxPieces || threads_.empty()) {
       for (std::int64_t i = 0; i < pieces; ++i) f(i);
       return;
     }
     fn_.store(&f);
-    pieces_.store(pieces);
     done_.store(0);
     error_ = nullptr;
-    const std::uint64_t g = (claim_.load() >> 32) + 1;
-    claim_.store(g << 32);
+    // the piece count travels in the claim word itself: a worker that read the last job's
+    // exhausted word can then never claim a piece of this job against the old generation
+    // (with the count in a separate word it could, and done_ reached `pieces` while a piece
+    // still ran on the caller's dead stack: a Dask worker's SIGSEGV)
+    const std::uint64_t g = (gen_of(claim_.load()) + 1) & kGenMask;
+    claim_.store(word(g, static_cast<std::uint64_t>(pieces), 0));
     if (sleepers_.load() > 0) {
       std::lock_guard<std::mutex> lk(m_);
       wake_.notify_all();
     }
-    work(static_cast<std::uint32_t>(g));
+    work(g);
     while (done_.load() < pieces) std::this_thread::yield();
     if (error_) std::rethrow_exception(error_);
   }
 
  private:
-  void work(std::uint32_t g) {
+  // claim word: generation (24 bits) | pieces (20 bits) | next piece (20 bits)
+  static constexpr std::int64_t kMaxPieces = (std::int64_t{1} << 20) - 1;
+  static constexpr std::uint64_t kGenMask = (std::uint64_t{1} << 24) - 1;
+  static constexpr std::uint64_t word(std::uint64_t g, std::uint64_t n, std::uint64_t i) {
+    return g << 40 | n << 20 | i;
+  }
+  static constexpr std::uint64_t gen_of(std::uint64_t c) { return c >> 40; }
+  void work(std::uint64_t g) {
     for (;;) {
       std::uint64_t c = claim_.load();
-      if ((c >> 32) != g) return;
-      const auto* f = fn_.load();
-      const std::int64_t n = pieces_.load();
-      const auto i = static_cast<std::int64_t>(c & 0xFFFFFFFFu);
+      if (gen_of(c) != g) return;
+      const std::uint64_t n = (c >> 20) & kMaxPieces, i = c & kMaxPieces;
       if (i >= n) return;
+      // a successful claim proves the job is live (not all pieces claimed), so its caller is
+      // still waiting and fn_ (stored before the claim word) is this job's
+      const auto* f = fn_.load();
       if (!claim_.compare_exchange_weak(c, c + 1)) continue;
       try {
-        (*f)(i);
+        (*f)(static_cast<std::int64_t>(i));
       } catch (...) {
         std::lock_guard<std::mutex> lk(m_);
         if (!error_) error_ = std::current_exception();
@@ -71,10 +82,10 @@ class Team {
     }
   }
   void loop() {
-    std::uint32_t seen = 0;
+    std::uint64_t seen = 0;
     for (;;) {
       const auto t0 = std::chrono::steady_clock::now();
-      for (int spins = 1; static_cast<std::uint32_t>(claim_.load() >> 32) == seen; ++spins) {
+      for (int spins = 1; gen_of(claim_.load()) == seen; ++spins) {
         if (spins % 64) continue;
         if (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1)) {
           std::this_thread::yield();
@@ -82,10 +93,10 @@ class Team {
         }
         std::unique_lock<std::mutex> lk(m_);
         sleepers_.fetch_add(1);
-        wake_.wait(lk, [&] { return static_cast<std::uint32_t>(claim_.load() >> 32) != seen; });
+        wake_.wait(lk, [&] { return gen_of(claim_.load()) != seen; });
         sleepers_.fetch_sub(1);
       }
-      seen = static_cast<std::uint32_t>(claim_.load() >> 32);
+      seen = gen_of(claim_.load());
       work(seen);
     }
   }
@@ -93,7 +104,7 @@ class Team {
   std::mutex call_, m_;
   std::condition_variable wake_;
   std::atomic<std::uint64_t> claim_{0};
-  std::atomic<std::int64_t> done_{0}, pieces_{0};
+  std::atomic<std::int64_t> done_{0};
   std::atomic<const std::function<void(std::int64_t)>*> fn_{nullptr};
   std::atomic<int> sleepers_{0};
   std::exception_ptr error_;

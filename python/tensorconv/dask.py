@@ -152,6 +152,8 @@ def _checkout(key, make):
     with _IDLE_LOCK:
         idle = _IDLE.get(key)
         p = idle.pop() if idle else None
+        if idle is not None and not idle:
+            del _IDLE[key]  # no empty lists: _checkin's eviction pops the oldest key's list
     return p if p is not None else make()
 
 
@@ -162,10 +164,11 @@ def _checkin(key, p):
         n = sum(len(v) for v in _IDLE.values())
         while n > _MAX_IDLE:  # the least recently used key's plans go first
             oldest = next(iter(_IDLE))
-            _IDLE[oldest].pop()
+            if _IDLE[oldest]:
+                _IDLE[oldest].pop()
+                n -= 1
             if not _IDLE[oldest]:
                 del _IDLE[oldest]
-            n -= 1
 
 
 def _gpu_valid(block, kernel, method, precision, convolve):
