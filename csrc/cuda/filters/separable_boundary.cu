@@ -180,13 +180,16 @@ void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev) {
 
 // The default per radius for float32 with k0 == k1 = 2r + 1 <= 23 (filters.gaussian's case):
 // {variant, tile rows (0: fit_tile_rows' rule)}, index r. Filled from the tuning harness's
-// "default table" line (benchmarks/separable_boundary_check.cu); {1, 0} everywhere is the
-// generic kernel as measured on the merged tree. Other shapes, dtypes and radii: generic.
+// "default table" line (benchmarks/separable_boundary_check.cu). H100, 4096^2 (2026-11-25,
+// /work/helpers/gauss2_variants_h100.txt): r = 1 v5 th32 0.0639 ms, 2 v3 th64 0.0648, 3 v5 th64
+// 0.0649, 5 v3 0.0640, 7 v3 0.0669, 9 v5 th64 0.0850, 11 v5 th64 0.0931 (the generic kernel:
+// 0.080-0.159 ms); every one bit-identical to the generic kernel. Index 0 (one tap) and
+// other shapes, dtypes and radii: generic.
 struct DefaultChoice {
   int variant, tile_rows;
 };
-constexpr DefaultChoice kDefaultF32[12] = {{1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0},
-                                           {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}};
+constexpr DefaultChoice kDefaultF32[12] = {{1, 0},  {5, 32}, {3, 64}, {5, 64}, {3, 64}, {3, 64},
+                                           {3, 64}, {3, 64}, {5, 64}, {5, 64}, {5, 64}, {5, 64}};
 
 // The arguments a call runs with: a.variant / a.tile_rows if set (ValueError where the variant
 // does not apply), else the default table's entry where it applies, else the generic kernel.
