@@ -61,9 +61,10 @@ def on_device(x, lib):
     return torch.as_tensor(x, device="cuda")
 
 
-def check_gaussian(out, ref, precision, order, method="separable", scale=None):
+def check_gaussian(out, ref, precision, order, method="separable", scale=None, what=""):
     """max |error| relative to the computation's magnitude (max |image| sum |kernel|: derivatives
-    cancel, so max |ref| would measure the cancellation, not the method); MAPE for order 0."""
+    cancel, so max |ref| would measure the cancellation, not the method); MAPE for order 0.
+    what: the case, for the assertion messages (image, radius)."""
     out = to_host(out).astype(np.float64)
     if scale is None:
         scale = np.abs(ref).max()
@@ -71,7 +72,7 @@ def check_gaussian(out, ref, precision, order, method="separable", scale=None):
     fused = method == "separable_boundary"  # the fused filter named explicitly (bounds.py)
     bound = max(GAUSSIAN_MAX_ERR[precision],
                 0.0 if fused else 1e-2 * mape_bound(method, precision))
-    assert err <= bound, f"max error {err:.3g} (bound {bound:.3g})"
+    assert err <= bound, f"{what}max error {err:.3g} (bound {bound:.3g})"
     if order == 0:
         m = mape(out, ref)
         # the goal's bound for the separable passes ('auto' on a GPU); other methods keep their
@@ -82,7 +83,7 @@ def check_gaussian(out, ref, precision, order, method="separable", scale=None):
             mb = GAUSSIAN_MAPE_PCT[precision]
         else:
             mb = max(GAUSSIAN_MAPE_PCT[precision], mape_bound(method, precision))
-        assert m <= mb, f"MAPE {m:.3g} % (bound {mb:.3g} %)"
+        assert m <= mb, f"{what}MAPE {m:.3g} % (bound {mb:.3g} %)"
 
 
 def gaussian_scale(sigma, order, image_max):
