@@ -15,6 +15,11 @@
 //        benchmarks/separable_boundary_check.cu csrc/cuda/filters/separable_boundary.cu \
 //        csrc/cuda/filters/separable_boundary_fixed.cu -o separable_boundary_check
 //   ./separable_boundary_check [check]      (check: correctness only)
+// Environment: SEPB_VARIANTS=1,3,5 times only these variants (default: all); SEPB_USC=FILE
+// (benchmarks/gaussian_usc_dump.py's output: USC-SIPI images and Gaussian weights) adds the
+// fp32 MAPE (%, median relative error, tensorconv.metrics.mape) of the default variant against
+// the float64 model per image and radius, as tests/test_gaussian_fused.py's test_fused_usc_sipi
+// measures it through the package.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -178,6 +183,86 @@ static bool run_case(int h, int w, int k0, int k1, int m0, int m1, double cval, 
   return ok;
 }
 
+// MAPE in percent (tensorconv.metrics.mape): median over pixels of |p - r| / |r|, 0 where r == 0.
+static double mape_pct(const std::vector<float>& out, const std::vector<double>& ref) {
+  std::vector<double> rel(out.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    rel[i] = ref[i] != 0 ? std::fabs(static_cast<double>(out[i]) - ref[i]) / std::fabs(ref[i]) : 0;
+  const size_t n = rel.size(), m = n / 2;
+  std::nth_element(rel.begin(), rel.begin() + m, rel.end());
+  double med = rel[m];
+  if (n % 2 == 0) med = 0.5 * (med + *std::max_element(rel.begin(), rel.begin() + m));
+  return 100.0 * med;
+}
+
+// The USC-SIPI check: file = int32 n_images, per image int32 h, w, float64 pixels (h * w), int32
+// n_radii, per radius int32 r, k, float64 weights (k: the correlation weights gaussian() uses,
+// the same for both axes). Every image at every radius through the default variant (reflect),
+// against the float64 model. Returns the worst MAPE (%), -1 if the file cannot be read.
+static double usc_check(const char* path) {
+  FILE* f = std::fopen(path, "rb");
+  if (!f) return -1;
+  auto rd = [&](void* p, size_t n) { return std::fread(p, 1, n, f) == n; };
+  int ni = 0;
+  if (!rd(&ni, 4)) return -1;
+  std::vector<std::pair<std::string, std::vector<double>>> imgs;
+  std::vector<std::pair<int, int>> shapes;
+  for (int i = 0; i < ni; ++i) {
+    int h, w;
+    if (!rd(&h, 4) || !rd(&w, 4)) return -1;
+    std::vector<double> x(static_cast<size_t>(h) * w);
+    if (!rd(x.data(), x.size() * 8)) return -1;
+    imgs.push_back({std::to_string(i), std::move(x)});
+    shapes.push_back({h, w});
+  }
+  int nr = 0;
+  if (!rd(&nr, 4)) return -1;
+  std::vector<std::pair<int, std::vector<double>>> wts;
+  for (int i = 0; i < nr; ++i) {
+    int r, k;
+    if (!rd(&r, 4) || !rd(&k, 4)) return -1;
+    std::vector<double> w(k);
+    if (!rd(w.data(), k * 8)) return -1;
+    wts.push_back({r, std::move(w)});
+  }
+  std::fclose(f);
+  double worst = 0;
+  std::printf("USC-SIPI fp32 MAPE %% of the default variant (image: r=MAPE [variant run]):\n");
+  for (size_t i = 0; i < imgs.size(); ++i) {
+    const int h = shapes[i].first, w = shapes[i].second;
+    const auto& x = imgs[i].second;
+    std::vector<float> xs(x.size()), out(x.size());
+    for (size_t j = 0; j < x.size(); ++j) xs[j] = static_cast<float>(x[j]);
+    float *dx, *dout;
+    CK(cudaMalloc(&dx, xs.size() * 4));
+    CK(cudaMalloc(&dout, xs.size() * 4));
+    CK(cudaMemcpy(dx, xs.data(), xs.size() * 4, cudaMemcpyHostToDevice));
+    std::printf("  image %zu (%dx%d):", i, h, w);
+    for (auto& [r, wv] : wts) {
+      const int k = static_cast<int>(wv.size());
+      std::vector<double> ws(2 * k);
+      for (int t = 0; t < k; ++t) ws[t] = ws[k + t] = wv[t];
+      SeparableBoundaryArgs a;
+      a.in = dx; a.rows = h; a.cols = w; a.in_stride = w; a.out = dout; a.out_stride = w;
+      a.dtype = DType::f32; a.weights = ws.data(); a.k0 = a.k1 = k; a.mode0 = a.mode1 = 0;
+      a.variant = 0;
+      separable_boundary(a);
+      CK(cudaDeviceSynchronize());
+      const int ran = separable_boundary_last_launch().variant;
+      CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
+      const double m = mape_pct(out, reference(x, h, w, wv, wv, 0, 0, 0.0));
+      worst = std::max(worst, m);
+      std::printf(" r%d=%.2e[v%d]", r, m, ran);
+    }
+    std::printf("\n");
+    cudaFree(dx);
+    cudaFree(dout);
+  }
+  std::printf("USC-SIPI fp32 worst MAPE %.3g %% (bound 7e-6 %%, goal 1e-5 %%): %s\n", worst,
+              worst <= 7e-6 ? "met" : "MISSED");
+  return worst;
+}
+
 static std::vector<double> gauss(double sigma, int r) {
   std::vector<double> v(2 * r + 1);
   double s = 0;
@@ -261,6 +346,9 @@ int main(int argc, char** argv) {
   for (int k = 41; k < 400; k += 40)
     std::printf("supported k=%d: f32 %d f64 %d\n", k, separable_boundary_supported(4096, 4096, k, k, DType::f32),
                 separable_boundary_supported(4096, 4096, k, k, DType::f64));
+  if (const char* usc = std::getenv("SEPB_USC")) {
+    if (usc_check(usc) < 0) std::printf("USC-SIPI file %s: cannot read\n", usc);
+  }
   if (check_only) return fails ? 1 : 0;
 
   // 2. Timing: 4096^2 float32, sigma = r / 2, reflect.
@@ -306,6 +394,18 @@ int main(int argc, char** argv) {
   struct Best { double ms; int v, th; };
   std::vector<std::pair<int, Best>> best_per_r;
   std::vector<std::pair<int, double>> generic_default;
+  std::vector<bool> timed(nvar, true);
+  if (const char* sv = std::getenv("SEPB_VARIANTS")) {
+    std::fill(timed.begin(), timed.end(), false);
+    for (const char* c = sv; *c;) {
+      char* end;
+      const long v = std::strtol(c, &end, 10);
+      if (end == c) break;
+      if (v >= 0 && v < nvar) timed[v] = true;
+      c = *end ? end + 1 : end;
+    }
+    timed[1] = true;  // the generic kernel: the reference of the bit comparison and the baseline
+  }
   for (int r : {1, 2, 3, 5, 7, 9, 11}) {
     auto wv = gauss(r / 2.0, r);
     std::vector<double> ws(2 * wv.size());
@@ -321,6 +421,7 @@ int main(int argc, char** argv) {
     Best best{1e9, 0, 0};
     std::printf("r=%2d\n", r);
     for (int v = 0; v < nvar; ++v) {
+      if (!timed[v]) continue;
       std::printf("  v%d %-18s", v, separable_boundary_variant_name(v));
       for (int th : {0, 16, 32, 64}) {
         a.variant = v;

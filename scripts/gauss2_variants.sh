@@ -6,6 +6,8 @@
 #   OUT=$OUT bash scripts/gauss2_variants.sh
 # Uses benchmarks/separable_boundary_check.bin when it is newer than every source (built on the
 # dev machine with the command below, carried), else compiles (~45 s on the device's cores).
+# SEPB_VARIANTS=0,1,3,5 (say) times only those variants; SEPB_USC=benchmarks/usc3_gauss.bin
+# (benchmarks/gaussian_usc_dump.py) adds the USC-SIPI fp32 MAPE per radius (gauss3).
 set -u
 OUT=${OUT:-/tmp/gauss2_out}
 mkdir -p "$OUT"
@@ -33,6 +35,6 @@ rc=$?
 echo "harness rc=$rc in $(( $(date +%s) - t1 )) s"
 # The summary: per-variant correctness, the copy floor, the best per radius, the default table.
 sed -n '/^correctness/,/^supported/p' "$OUT/variants.txt" | grep -v '^supported'
-grep -E "^FAIL|d2d copy|error" "$OUT/variants.txt" | head -20
+grep -E "^FAIL|d2d copy|error|^USC-SIPI|^  image" "$OUT/variants.txt" | head -30
 sed -n '/^best per radius/,$p' "$OUT/variants.txt"
 exit $rc
