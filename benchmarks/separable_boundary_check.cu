@@ -15,6 +15,8 @@
 //        benchmarks/separable_boundary_check.cu csrc/cuda/filters/separable_boundary.cu \
 //        csrc/cuda/filters/separable_boundary_fixed.cu -o separable_boundary_check
 //   ./separable_boundary_check [check]      (check: correctness only)
+//   ./separable_boundary_check one R V TH [R V TH ...]   (one launch per triple at 4096^2:
+//                                            radius R, variant V, tile rows TH; for a profiler)
 // Environment: SEPB_VARIANTS=1,3,5 times only these variants (default: all); SEPB_USC=FILE
 // (benchmarks/gaussian_usc_dump.py's output: USC-SIPI images and Gaussian weights) adds the
 // fp32 MAPE (%, median relative error, tensorconv.metrics.mape) of the default variant against
@@ -273,6 +275,31 @@ static std::vector<double> gauss(double sigma, int r) {
 
 int main(int argc, char** argv) {
   const bool check_only = argc > 1 && std::string(argv[1]) == "check";
+  if (argc >= 5 && (argc - 2) % 3 == 0 && std::string(argv[1]) == "one") {
+    const int n = 4096;
+    float *dx, *dy;
+    CK(cudaMalloc(&dx, sizeof(float) * n * n));
+    CK(cudaMalloc(&dy, sizeof(float) * n * n));
+    CK(cudaMemset(dx, 0, sizeof(float) * n * n));
+    for (int c = 2; c + 2 < argc; c += 3) {
+      const int r = std::atoi(argv[c]);
+      auto wv = gauss(r / 2.0, r);
+      std::vector<double> ws(2 * wv.size());
+      for (size_t t = 0; t < wv.size(); ++t) ws[t] = ws[wv.size() + t] = wv[t];
+      SeparableBoundaryArgs a;
+      a.in = dx; a.rows = n; a.cols = n; a.in_stride = n; a.out = dy; a.out_stride = n;
+      a.dtype = DType::f32; a.weights = ws.data(); a.k0 = a.k1 = 2 * r + 1;
+      a.variant = std::atoi(argv[c + 1]);
+      a.tile_rows = std::atoi(argv[c + 2]);
+      separable_boundary(a);
+      CK(cudaDeviceSynchronize());
+      const SeparableBoundaryLaunch L = separable_boundary_last_launch();
+      std::printf("one: r=%d v%d %s [%d,%d,%d,%d,%lldK]\n", r, a.variant,
+                  separable_boundary_variant_name(a.variant), L.tile_rows, L.threads,
+                  L.blocks_per_sm, L.regs, L.smem / 1024);
+    }
+    return 0;
+  }
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device %s\n", prop.name);

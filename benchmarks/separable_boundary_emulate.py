@@ -29,9 +29,12 @@ FIXED = {2: (8, 1, 8, False, 2), 3: (8, 1, 8, True, 2), 4: (8, 4, 8, True, 2),
          10: (8, 1, 8, True, 2, True, 256), 11: (16, 1, 16, True, 2, True, 256),
          12: (16, 1, 8, True, 2, True, 256), 13: (8, 1, 8, True, 2, True, 352),
          14: (16, 1, 16, True, 2, True, 256), 15: (8, 1, 8, True, 1, False, 256),
-         16: (8, 1, 8, True, 1, True, 256), 17: (16, 1, 16, True, 1, False, 256)}
+         16: (8, 1, 8, True, 1, True, 256), 17: (16, 1, 16, True, 1, False, 256),
+         # 18-21: one block per tile (the per-tile logic is the same; one staged buffer)
+         18: (8, 1, 8, True, 1, False, 0), 19: (16, 1, 16, True, 1, False, 0),
+         20: (8, 1, 8, True, 1, False, 256), 21: (8, 1, 8, True, 1, True, 256)}
 FIXED = {v: c + (False, 0)[len(c) - 5:] for v, c in FIXED.items()}
-KMIN = {v: 17 if v >= 10 else 3 for v in FIXED}  # variants 10..: 17..23 taps only
+KMIN = {v: 17 if 10 <= v <= 17 or v == 21 else 3 for v in FIXED}  # 17..23 taps only
 OPTIN = 227 * 1024
 SMEM_PER_SM, RESERVED = 228 * 1024, 1024
 

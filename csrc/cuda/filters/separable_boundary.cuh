@@ -249,14 +249,16 @@ Params<T> make_params(const SeparableBoundaryArgs& a, int th) {
   return p;
 }
 
-// Persistent blocks: as many as fit at once (each stages its next tiles while it filters).
+// Persistent blocks: as many as fit at once (each stages its next tiles while it filters);
+// all_tiles: one block per tile instead (the block scheduler staggers them; tuning).
 template <class Kern, class T>
 void launch_persistent(Kern kern, const Params<T>& p, int nt, std::size_t smem, int variant,
-                       const SeparableBoundaryArgs& a, DeviceInfo& dev) {
+                       const SeparableBoundaryArgs& a, DeviceInfo& dev, bool all_tiles = false) {
   const int per_sm = blocks_per_sm(kern, smem, nt, dev);
   if (per_sm < 1) throw ValueError("separable_boundary: kernel does not fit the device");
   const std::int64_t grid =
-      std::min<std::int64_t>(p.tiles, static_cast<std::int64_t>(per_sm) * dev.sms);
+      all_tiles ? p.tiles
+                : std::min<std::int64_t>(p.tiles, static_cast<std::int64_t>(per_sm) * dev.sms);
   note_launch(kern, variant, p.th, nt, per_sm, smem);
   kern<<<static_cast<unsigned>(grid), nt, smem, reinterpret_cast<cudaStream_t>(a.stream)>>>(p);
   TC_CUDA_LAUNCH_CHECK();

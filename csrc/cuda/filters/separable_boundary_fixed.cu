@@ -250,6 +250,7 @@ struct FixedCfg {
   const char* name;
   bool half = false;
   int nt = 0, kmin = 3;
+  bool all_tiles = false;  // one block per tile (launch_persistent's all_tiles)
 };
 constexpr FixedCfg kFixed[] = {
     {8, 1, 8, false, 1, 2, "fixK r8|r8"},        // 2: taps compiled in, generic's work split
@@ -271,6 +272,11 @@ constexpr FixedCfg kFixed[] = {
     {8, 1, 8, true, 4, 1, "s1 r8|r8v t256 m4", false, 256, 17},       // 15
     {8, 1, 8, true, 5, 1, "s1 half r8|r8v t256 m5", true, 256, 17},   // 16
     {16, 1, 16, true, 4, 1, "s1 r16|r16v t256 m4", false, 256, 17},   // 17
+    // 18-21: one block per tile, one staged tile (the block scheduler staggers loads/filtering)
+    {8, 1, 8, true, 1, 1, "np r8|r8v", false, 0, 3, true},             // 18: variant 3
+    {16, 1, 16, true, 1, 1, "np r16|r16v", false, 0, 3, true},         // 19: variant 5
+    {8, 1, 8, true, 4, 1, "np r8|r8v t256 m4", false, 256, 3, true},   // 20: variant 15
+    {8, 1, 8, true, 5, 1, "np half r8|r8v t256 m5", true, 256, 17, true},  // 21: variant 16
 };
 constexpr int kNumFixed = sizeof(kFixed) / sizeof(kFixed[0]);
 
@@ -306,7 +312,7 @@ bool fixed_supported(int v, std::int64_t rows, std::int64_t cols, int k0, int k1
 }
 
 template <int K, int R0, int V0, int R1, bool VEC1, int MINB, int NSTAGE, bool HALF, int NT>
-void launch_one(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
+void launch_one(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev, bool all_tiles) {
   const int th = fixed_th(v, K, a.tile_rows, dev.optin);
   if (th == 0 || (HALF && th / 2 < R0))
     throw ValueError("separable_boundary: tile_rows must be 16, 32 or 64 and fit shared memory");
@@ -315,18 +321,18 @@ void launch_one(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
   launch_persistent(fixed_kernel<K, R0, V0, R1, VEC1, MINB, NSTAGE, HALF, NT>,
                     make_params<float>(a, th),
                     NT ? NT : pick_threads(mrows / R0 * G0, mrows * kTW / R1),
-                    fixed_smem(v, K, th), v, a, dev);
+                    fixed_smem(v, K, th), v, a, dev, all_tiles);
 }
 
 template <int C>
 void launch_cfg(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
   constexpr FixedCfg c = kFixed[C];
   switch (a.k0) {
-#define TC_SEPB_K(K)                                                                    \
-  case K:                                                                               \
-    if constexpr (K >= c.kmin)                                                          \
-      return launch_one<K, c.R0, c.V0, c.R1, c.vec1, c.minb, c.nstage, c.half, c.nt>(a, v, \
-                                                                                     dev); \
+#define TC_SEPB_K(K)                                                                       \
+  case K:                                                                                  \
+    if constexpr (K >= c.kmin)                                                             \
+      return launch_one<K, c.R0, c.V0, c.R1, c.vec1, c.minb, c.nstage, c.half, c.nt>(      \
+          a, v, dev, c.all_tiles);                                                         \
     break;
     TC_SEPB_K(3) TC_SEPB_K(5) TC_SEPB_K(7) TC_SEPB_K(9) TC_SEPB_K(11) TC_SEPB_K(13)
     TC_SEPB_K(15) TC_SEPB_K(17) TC_SEPB_K(19) TC_SEPB_K(21) TC_SEPB_K(23)
@@ -337,7 +343,7 @@ void launch_cfg(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
 }
 
 void launch_fixed(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
-  static_assert(kNumFixed == 16, "one case per kFixed row");
+  static_assert(kNumFixed == 20, "one case per kFixed row");
   switch (v) {
     case 2: return launch_cfg<0>(a, v, dev);
     case 3: return launch_cfg<1>(a, v, dev);
@@ -355,6 +361,10 @@ void launch_fixed(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
     case 15: return launch_cfg<13>(a, v, dev);
     case 16: return launch_cfg<14>(a, v, dev);
     case 17: return launch_cfg<15>(a, v, dev);
+    case 18: return launch_cfg<16>(a, v, dev);
+    case 19: return launch_cfg<17>(a, v, dev);
+    case 20: return launch_cfg<18>(a, v, dev);
+    case 21: return launch_cfg<19>(a, v, dev);
     default: throw ValueError("separable_boundary: variant out of range");
   }
 }
