@@ -17,7 +17,8 @@
 //   ./separable_boundary_check [check]      (check: correctness only)
 //   ./separable_boundary_check one R V TH [R V TH ...]   (one launch per triple at 4096^2:
 //                                            radius R, variant V, tile rows TH; for a profiler)
-// Environment: SEPB_VARIANTS=1,3,5 times only these variants (default: all); SEPB_USC=FILE
+// Environment: SEPB_VARIANTS=1,3,5 checks and times only these variants (default: all; the
+// generic one always), SEPB_TH=32,64 times only these tile heights; SEPB_USC=FILE
 // (benchmarks/gaussian_usc_dump.py's output: USC-SIPI images and Gaussian weights) adds the
 // fp32 MAPE (%, median relative error, tensorconv.metrics.mape) of the default variant against
 // the float64 model per image and radius, as tests/test_gaussian_fused.py's test_fused_usc_sipi
@@ -103,6 +104,27 @@ struct Tally {
 };
 static std::map<int, Tally> g_tally32, g_tally64;  // variant -> tally
 
+// SEPB_VARIANTS: the variants checked and timed (default all; the generic one always);
+// SEPB_TH: the tile heights timed (default 0,16,32,64).
+static std::vector<int> int_list(const char* env, std::vector<int> dflt) {
+  const char* sv = std::getenv(env);
+  if (!sv) return dflt;
+  std::vector<int> out;
+  for (const char* c = sv; *c;) {
+    char* end;
+    const long v = std::strtol(c, &end, 10);
+    if (end == c) break;
+    out.push_back(static_cast<int>(v));
+    c = *end ? end + 1 : end;
+  }
+  return out;
+}
+static bool selected(int v) {
+  static const std::vector<int> sel = int_list("SEPB_VARIANTS", {});
+  return v == 1 || !std::getenv("SEPB_VARIANTS") ||
+         std::find(sel.begin(), sel.end(), v) != sel.end();
+}
+
 // Max relative error of out against ref (scale: the weights' and cval's magnitude); NaN/inf
 // must match the reference exactly.
 template <class T>
@@ -154,6 +176,7 @@ static bool run_case(int h, int w, int k0, int k1, int m0, int m1, double cval, 
   bool ok = true;
   const int nv = f32 ? separable_boundary_variants() : 2;
   for (int v = 0; v < nv; ++v) {
+    if (!selected(v)) continue;
     SeparableBoundaryArgs a;
     a.in = dx; a.rows = h; a.cols = w; a.in_stride = is; a.out = dout; a.out_stride = w;
     a.dtype = f32 ? DType::f32 : DType::f64;
@@ -421,18 +444,7 @@ int main(int argc, char** argv) {
   struct Best { double ms; int v, th; };
   std::vector<std::pair<int, Best>> best_per_r;
   std::vector<std::pair<int, double>> generic_default;
-  std::vector<bool> timed(nvar, true);
-  if (const char* sv = std::getenv("SEPB_VARIANTS")) {
-    std::fill(timed.begin(), timed.end(), false);
-    for (const char* c = sv; *c;) {
-      char* end;
-      const long v = std::strtol(c, &end, 10);
-      if (end == c) break;
-      if (v >= 0 && v < nvar) timed[v] = true;
-      c = *end ? end + 1 : end;
-    }
-    timed[1] = true;  // the generic kernel: the reference of the bit comparison and the baseline
-  }
+  const std::vector<int> ths = int_list("SEPB_TH", {0, 16, 32, 64});
   for (int r : {1, 2, 3, 5, 7, 9, 11}) {
     auto wv = gauss(r / 2.0, r);
     std::vector<double> ws(2 * wv.size());
@@ -448,9 +460,9 @@ int main(int argc, char** argv) {
     Best best{1e9, 0, 0};
     std::printf("r=%2d\n", r);
     for (int v = 0; v < nvar; ++v) {
-      if (!timed[v]) continue;
+      if (!selected(v)) continue;
       std::printf("  v%d %-18s", v, separable_boundary_variant_name(v));
-      for (int th : {0, 16, 32, 64}) {
+      for (int th : ths) {
         a.variant = v;
         a.tile_rows = th;
         double ms = -1;

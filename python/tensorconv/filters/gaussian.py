@@ -36,11 +36,12 @@ from ._common import (SplitRun, can_split, check_cval, check_image, check_mode, 
 # The fused GPU filter (not a registry method: it filters with boundary modes, not 'valid').
 FUSED = "separable_boundary"
 # 'auto' in fp32 takes the fused filter up to this many taps per axis (radius 11) and the
-# `separable` plan (interior + strips) above: on the H100 at 4096² the fused filter was as fast
-# at radius 11 (0.158 vs 0.155 ms) and slower from 15 (0.193 vs 0.184; radius 23: 0.321 vs
-# 0.227), and its fp32 sums, tap by tap, drift with the taps (MAPE 7.4e-6 % at radius 23 against
-# the plan's 2.2e-6 %: its column pass runs on fp64 MMAs from 25 taps). fp64, and modes that
-# differ per axis (which only the fused filter takes), stay fused.
+# `separable` plan (interior + strips) above: on the H100 at 4096² the fused filter is faster to
+# radius 11 (its fixed-tap kernels: 0.064-0.098 ms against the plan's 0.136-0.155) and was slower
+# from 15 with the generic kernel (0.193 vs 0.184; radius 23: 0.321 vs 0.227), and its fp32 sums,
+# tap by tap, drift with the taps (MAPE 7.4e-6 % at radius 23 against the plan's 2.2e-6 %: its
+# column pass runs on fp64 MMAs from 25 taps). fp64, and modes that differ per axis (which only
+# the fused filter takes), stay fused.
 _FUSED_FP32_MAX_TAPS = 23
 # _common.MODES' names -> the kernel's mode numbers (csrc/cuda/filters/separable_boundary.hpp).
 _KMODE = {"symm": 0, "fill": 1, "edge": 2, "reflect": 3, "wrap": 4}
