@@ -8,7 +8,7 @@ scipy.ndimage.gaussian_filter in float64 (MAPE, %), per path 'auto' takes on a C
            SVD factors (python/tensorconv/_factors.py) in fp32, the row pass one fp32 FMA per
            tap, T rounded to fp32, the column pass on fp64 MMAs from 25 taps (exact products,
            fp64 sums, one rounding);
-  fft      (what 'auto' picked beyond 29 taps before gauss3, the cost model's choice): cuFFT's
+  fft      (what 'auto' picked from 27 taps before gauss3, the cost model's choice): cuFFT's
            fp32 stand-in, scipy.fft in single precision (pocketfft), for the record.
 
   python benchmarks/gaussian_fp32_emulate.py [--all] [--bound 7e-6]

@@ -486,7 +486,8 @@ int main(int argc, char** argv) {
         std::printf("  th%-2d %.4f [%d,%d,%d,%d,%lldK]%s", th, ms, L.tile_rows, L.threads,
                     L.blocks_per_sm, L.regs, L.smem / 1024, diff ? " DIFF" : "");
         if (diff) std::printf("(%lld px)", diff);
-        if (v == 1 && th == 0) generic_default.push_back({r, ms});
+        // the generic kernel's default tile rows (th 0), or its first timed height
+        if (v == 1 && th == ths.front()) generic_default.push_back({r, ms});
         if (v >= 1 && diff == 0 && g_tally32[v].cases > 0 && g_tally32[v].fails == 0 &&
             ms < best.ms)
           best = Best{ms, v, L.tile_rows};  // only variants checked with no failure

@@ -22,19 +22,12 @@ from scipy import ndimage
 KTW = 64
 MAXT = 512
 MODES = ["reflect", "constant", "nearest", "mirror", "wrap"]
-# kFixed of separable_boundary_fixed.cu: (R0, V0, R1, VEC1, NSTAGE, HALF, NT)
+# kFixed of separable_boundary_fixed.cu: (R0, V0, R1, VEC1, NSTAGE)
 FIXED = {2: (8, 1, 8, False, 2), 3: (8, 1, 8, True, 2), 4: (8, 4, 8, True, 2),
          5: (16, 1, 16, True, 2), 6: (8, 4, 16, True, 2), 7: (8, 1, 8, True, 2),
          8: (8, 1, 8, True, 3), 9: (16, 1, 16, True, 3),
-         10: (8, 1, 8, True, 2, True, 256), 11: (16, 1, 16, True, 2, True, 256),
-         12: (16, 1, 8, True, 2, True, 256), 13: (8, 1, 8, True, 2, True, 352),
-         14: (16, 1, 16, True, 2, True, 256), 15: (8, 1, 8, True, 1, False, 256),
-         16: (8, 1, 8, True, 1, True, 256), 17: (16, 1, 16, True, 1, False, 256),
-         # 18-21: one block per tile (the per-tile logic is the same; one staged buffer)
-         18: (8, 1, 8, True, 1, False, 0), 19: (16, 1, 16, True, 1, False, 0),
-         20: (8, 1, 8, True, 1, False, 256), 21: (8, 1, 8, True, 1, True, 256)}
-FIXED = {v: c + (False, 0)[len(c) - 5:] for v, c in FIXED.items()}
-KMIN = {v: 17 if 10 <= v <= 17 or v == 21 else 3 for v in FIXED}  # 17..23 taps only
+         # one block per tile (the per-tile logic is the same), one staged tile
+         10: (8, 1, 8, True, 1), 11: (8, 1, 8, True, 1)}
 OPTIN = 227 * 1024
 SMEM_PER_SM, RESERVED = 228 * 1024, 1024
 
@@ -65,16 +58,16 @@ def in_size_of(K, vec1, th):
     return round_up(max(a, b), 4)
 
 
-def total_of(K, vec1, th, nstage=2, half=False):
-    return nstage * in_size_of(K, vec1, th) + (th // 2 if half else th) * mid_pitch_of(K, vec1) + 8
+def total_of(K, vec1, th, nstage=2):
+    return nstage * in_size_of(K, vec1, th) + th * mid_pitch_of(K, vec1) + 8
 
 
-def fit_tile_rows(K, vec1, nstage=2, half=False):
+def fit_tile_rows(K, vec1, nstage=2):
     for blocks in (4, 2, 1):
         for th in (64, 32, 16):
             if th == 16 and blocks == 4:
                 continue
-            b = total_of(K, vec1, th, nstage, half) * 4
+            b = total_of(K, vec1, th, nstage) * 4
             if b <= OPTIN and blocks * (b + RESERVED) <= SMEM_PER_SM:
                 return th
     return 0
@@ -154,7 +147,7 @@ def bank_conflict_free_f4(addrs):
 
 def emulate(img, w0, w1, m0, m1, cval, variant, th, vec=True):
     """The fixed kernel's result for img (float64 arithmetic, the kernel's summation order)."""
-    R0, V0, R1, vec1, nstage, half, NT = FIXED[variant]
+    R0, V0, R1, vec1, nstage = FIXED[variant]
     K = len(w0)
     assert len(w1) == K
     r, shift, ip = K // 2, shift_of(K), in_pitch_of(K)
@@ -163,12 +156,10 @@ def emulate(img, w0, w1, m0, m1, cval, variant, th, vec=True):
     G0 = ncols if V0 == 1 else ip // 4
     h, w = img.shape
     in_size = in_size_of(K, vec1, th)
-    total = total_of(K, vec1, th, nstage, half)
+    total = total_of(K, vec1, th, nstage)
     mid_off = nstage * in_size
-    mrows = th // 2 if half else th  # rows per pass round (HALF: two rounds)
-    assert mrows >= R0
-    items0, items1 = (mrows // R0) * G0, mrows * (KTW // R1)
-    nt = NT or pick_threads(items0, items1)
+    items0, items1 = (th // R0) * G0, th * (KTW // R1)
+    nt = pick_threads(items0, items1)
     tiles_x = -(-w // KTW)
     tiles = tiles_x * -(-h // th)
     out = np.full((h, w), np.nan)
@@ -195,58 +186,57 @@ def emulate(img, w0, w1, m0, m1, cval, variant, th, vec=True):
             for j in range(shift, shift + KTW + 2 * r):
                 gj = map_index(gs + j, w, m1)
                 sm.st(srow + j, img[gi, gj] if gj >= 0 else cval)
-        for hh in range(2 if half else 1):  # HALF: rows hh * mrows .. + mrows
-            # axis 0
-            it = np.arange(items0)
-            rb, g = it // G0, it % G0
-            c = shift + g if V0 == 1 else 4 * g
-            colbase = base + hh * mrows * ip + rb * R0 * ip + c
-            acc = np.zeros((items0, R0) + ((4,) if V0 == 4 else ()))
-            for e in range(R0 + K - 1):
-                x = sm.ld(colbase + e * ip, V0)
-                for q in range(R0):
-                    t = e - q
-                    if 0 <= t < K:
-                        acc[:, q] = x * w0[t] + acc[:, q]
+        # axis 0
+        it = np.arange(items0)
+        rb, g = it // G0, it % G0
+        c = shift + g if V0 == 1 else 4 * g
+        colbase = base + rb * R0 * ip + c
+        acc = np.zeros((items0, R0) + ((4,) if V0 == 4 else ()))
+        for e in range(R0 + K - 1):
+            x = sm.ld(colbase + e * ip, V0)
             for q in range(R0):
-                dst = mid_off + (rb * R0 + q) * mp + c
-                if V0 == 1:
-                    outside = (m1 == 1) & ((gs + c < 0) | (gs + c >= w))
-                    sm.st(dst, np.where(outside, cval, acc[:, q]))
-                else:
-                    cols = gs + c[:, None] + np.arange(4)[None, :]
-                    outside = (m1 == 1) & ((cols < 0) | (cols >= w))
-                    sm.st(dst, np.where(outside, cval, acc[:, q]), 4)
-            # axis 1
-            it = np.arange(items1)
-            cb, i = it // mrows, it % mrows
-            acc = np.zeros((items1, R1))
-            if vec1:
-                rowbase = mid_off + i * mp + cb * R1
-                NV = (shift + R1 + K - 1 + 3) // 4
-                for v in range(NV):
-                    a4 = rowbase + 4 * v
-                    for wp in range(0, items1, 32):  # per warp of consecutive tasks
-                        if not bank_conflict_free_f4(list(a4[wp:wp + 32])):
-                            conflicts += 1
-                    x4 = sm.ld(a4, 4)
-                    for u in range(4):
-                        e = 4 * v + u - shift
-                        for q in range(R1):
-                            t = e - q
-                            if 0 <= t < K:
-                                acc[:, q] = x4[:, u] * w1[t] + acc[:, q]
+                t = e - q
+                if 0 <= t < K:
+                    acc[:, q] = x * w0[t] + acc[:, q]
+        for q in range(R0):
+            dst = mid_off + (rb * R0 + q) * mp + c
+            if V0 == 1:
+                outside = (m1 == 1) & ((gs + c < 0) | (gs + c >= w))
+                sm.st(dst, np.where(outside, cval, acc[:, q]))
             else:
-                rowbase = mid_off + i * mp + shift + cb * R1
-                for e in range(R1 + K - 1):
-                    x = sm.ld(rowbase + e)
+                cols = gs + c[:, None] + np.arange(4)[None, :]
+                outside = (m1 == 1) & ((cols < 0) | (cols >= w))
+                sm.st(dst, np.where(outside, cval, acc[:, q]), 4)
+        # axis 1
+        it = np.arange(items1)
+        cb, i = it // th, it % th
+        acc = np.zeros((items1, R1))
+        if vec1:
+            rowbase = mid_off + i * mp + cb * R1
+            NV = (shift + R1 + K - 1 + 3) // 4
+            for v in range(NV):
+                a4 = rowbase + 4 * v
+                for wp in range(0, items1, 32):  # per warp of consecutive tasks
+                    if not bank_conflict_free_f4(list(a4[wp:wp + 32])):
+                        conflicts += 1
+                x4 = sm.ld(a4, 4)
+                for u in range(4):
+                    e = 4 * v + u - shift
                     for q in range(R1):
                         t = e - q
                         if 0 <= t < K:
-                            acc[:, q] = x * w1[t] + acc[:, q]
-            # out_s = this tile's input buffer (rows th x out pitch)
-            for q in range(R1):
-                sm.st(base + (hh * mrows + i) * op + cb * R1 + q, acc[:, q])
+                            acc[:, q] = x4[:, u] * w1[t] + acc[:, q]
+        else:
+            rowbase = mid_off + i * mp + shift + cb * R1
+            for e in range(R1 + K - 1):
+                x = sm.ld(rowbase + e)
+                for q in range(R1):
+                    t = e - q
+                    if 0 <= t < K:
+                        acc[:, q] = x * w1[t] + acc[:, q]
+        # out_s = this tile's input buffer (rows th x out pitch)
+        for q in range(R1):
+            sm.st(base + i * op + cb * R1 + q, acc[:, q])
         rows, cols = min(th, h - y0), min(KTW, w - x0)
         for ii in range(rows):
             out[y0 + ii, x0:x0 + cols] = sm.ld(base + ii * op + np.arange(cols))
@@ -264,25 +254,19 @@ def main():
     print("layout per tap count: K, tile rows (auto) and shared KB per variant")
     for K in range(3, 24, 2):
         row = []
-        for v, (R0, V0, R1, vec1, ns, half, _) in FIXED.items():
-            if K < KMIN[v]:
-                continue
-            th = fit_tile_rows(K, vec1, ns, half)
-            row.append(f"v{v} th{th} {total_of(K, vec1, th, ns, half) * 4 / 1024:.0f}K "
-                       f"(64: {total_of(K, vec1, 64, ns, half) * 4 / 1024:.0f}K)")
+        for v, (R0, V0, R1, vec1, ns) in FIXED.items():
+            th = fit_tile_rows(K, vec1, ns)
+            row.append(f"v{v} th{th} {total_of(K, vec1, th, ns) * 4 / 1024:.0f}K "
+                       f"(64: {total_of(K, vec1, 64, ns) * 4 / 1024:.0f}K)")
         print(f"  K={K:2d}: " + "; ".join(row))
     shapes = [(67, 91), (1, 37), (37, 1), (3, 5), (130, 70), (1, 1), (100, 128), (70, 200)]
     n = bad = 0
     worst = 0.0
     conflicts = 0
     for (h, w), K, v in itertools.product(shapes, (3, 5, 7, 11, 17, 23), sorted(FIXED)):
-        if K < KMIN[v]:
-            continue
         n += 1
         m0, m1 = (n % 5, (n // 5) % 5)
         th = (16, 32, 64)[n % 3]
-        if FIXED[v][5] and th // 2 < FIXED[v][0]:
-            th = 64  # HALF: th / 2 >= R0 (the launch refuses smaller tiles)
         img = rng.random((h, w))
         if n % 4 == 0:
             img[h // 2, w // 3] = np.inf

@@ -180,16 +180,19 @@ void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev) {
 
 // The default per radius for float32 with k0 == k1 = 2r + 1 <= 23 (filters.gaussian's case):
 // {variant, tile rows (0: fit_tile_rows' rule)}, index r. Filled from the tuning harness's
-// "default table" line (benchmarks/separable_boundary_check.cu). H100, 4096^2 (2026-11-25,
-// /work/helpers/gauss2_variants_h100.txt): r = 1 v5 th32 0.0639 ms, 2 v3 th64 0.0648, 3 v5 th64
-// 0.0649, 5 v3 0.0640, 7 v3 0.0669, 9 v5 th64 0.0850, 11 v5 th64 0.0931 (the generic kernel:
-// 0.080-0.159 ms); every one bit-identical to the generic kernel. Index 0 (one tap) and
-// other shapes, dtypes and radii: generic.
+// "default table" line (benchmarks/separable_boundary_check.cu). H100 80GB HBM3, 4096^2
+// (gauss3's round 2, 2026-11-25 21:32, /work/helpers/round2/gauss3/variants.txt; copy 0.0524 ms):
+// r = 1..3 v11 (one block per tile, 256 threads) th32 0.0594 / 0.0597 / 0.0613 ms; r = 5, 7 v3
+// th64 0.0620 / 0.0689; r = 9, 11 v10 (one block per tile) th64 0.0819 / 0.0867 (persistent v5:
+// 0.0853 / 0.0979; the generic kernel 0.078-0.165). Radii between take the next timed one's
+// choice (4 -> 5, 6 -> 7, 8 -> 9, 10 -> 11). Every one bit-identical to the generic kernel.
+// Index 0 (one tap) and other shapes, dtypes and radii: generic.
 struct DefaultChoice {
   int variant, tile_rows;
 };
-constexpr DefaultChoice kDefaultF32[12] = {{1, 0},  {5, 32}, {3, 64}, {5, 64}, {3, 64}, {3, 64},
-                                           {3, 64}, {3, 64}, {5, 64}, {5, 64}, {5, 64}, {5, 64}};
+constexpr DefaultChoice kDefaultF32[12] = {{1, 0},   {11, 32}, {11, 32}, {11, 32},
+                                           {3, 64},  {3, 64},  {3, 64},  {3, 64},
+                                           {10, 64}, {10, 64}, {10, 64}, {10, 64}};
 
 // The arguments a call runs with: a.variant / a.tile_rows if set (ValueError where the variant
 // does not apply), else the default table's entry where it applies, else the generic kernel.

@@ -17,12 +17,13 @@
 //            the tile leaves by float4 stores; without it, scalar reads of an odd-pitch row.
 //   MINB     __launch_bounds__' minimum resident blocks (register cap: occupancy against ILP);
 //   NSTAGE   staged tiles per block (2: one tile's loads in flight while one filters; 3: two;
-//            1: none ahead, the tile loads after the last one's store: other blocks hide it).
-//   HALF     the two passes run over the tile's two halves of th / 2 rows in turn, so the
-//            intermediate holds th / 2 rows: at r = 9..11 a 64-row tile then needs ~72 KB of
-//            shared memory instead of ~84 KB, 3 blocks per SM instead of 2 (at r <= 7, where 3
-//            fit, the 64-row tiles ran 0.064-0.067 ms; at r = 9, 11 with 2 blocks 0.085-0.096).
-//   NT       the block size's cap for __launch_bounds__ (0: kMaxThreads) and the block size.
+//            1: none ahead, the block loads, filters and stores its tile in turn);
+//   NT       the block size (0: pick_threads' choice) and __launch_bounds__' cap;
+//   all_tiles one block per tile instead of persistent blocks (launch_persistent): the block
+//            scheduler starts blocks as others retire, so an SM's blocks are in different
+//            phases (loading, filtering, storing) and the loads overlap the FMAs. With one
+//            staged tile (less shared memory: 4-6 blocks per SM) it is the default from r = 8
+//            (r = 11: 0.0867 against the persistent 0.0979 ms) and at r = 1..3 (H100, gauss3).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -49,15 +50,15 @@ __host__ __device__ constexpr int fx_in_size(int K, bool vec1, int th) {
 }
 // nstage staged tiles (2: the next one loads while this one is filtered; 3: two ahead);
 // + 8: the float4 reads of the last intermediate row may pass its end by up to 3 floats.
-__host__ __device__ constexpr int fx_total(int K, bool vec1, int th, int nstage, bool half) {
-  return nstage * fx_in_size(K, vec1, th) + (half ? th / 2 : th) * fx_mid_pitch(K, vec1) + 8;
+__host__ __device__ constexpr int fx_total(int K, bool vec1, int th, int nstage) {
+  return nstage * fx_in_size(K, vec1, th) + th * fx_mid_pitch(K, vec1) + 8;
 }
 
 struct StageGeom {  // what stage() reads of a layout
   int shift, in_pitch;
 };
 
-template <int K, int R0, int V0, int R1, bool VEC1, int MINB, int NSTAGE, bool HALF, int NT>
+template <int K, int R0, int V0, int R1, bool VEC1, int MINB, int NSTAGE, int NT>
 __global__ void __launch_bounds__(NT ? NT : kMaxThreads, MINB)
 fixed_kernel(const __grid_constant__ Params<float> p) {
   static_assert(V0 == 1 || V0 == 4, "V0: 1 or 4 columns");
@@ -78,9 +79,7 @@ fixed_kernel(const __grid_constant__ Params<float> p) {
   const int tid = threadIdx.x, nt = blockDim.x;
   const float cval = static_cast<float>(p.cval);
   const bool cmode1 = p.mode1 == 1;
-  // Rows per pass round (HALF: two rounds of th / 2 rows; the intermediate holds one round).
-  const int mrows = HALF ? th >> 1 : th, lm = HALF ? p.lth - 1 : p.lth;
-  const int items0 = (mrows / R0) * G0, items1 = mrows * (kTW / R1);
+  const int items0 = (th / R0) * G0, items1 = th * (kTW / R1);
   const StageGeom geom{shift, in_pitch};
 
   // Tiles blockIdx.x + s * gridDim.x go to buffer s % NSTAGE; every step commits one cp.async
@@ -110,113 +109,105 @@ fixed_kernel(const __grid_constant__ Params<float> p) {
     const int y0 = ty * th, x0 = tx * kTW;
     const int gcol0 = x0 - r - shift;  // image column of staged column 0
 
-    // HALF: round h filters tile rows h * mrows .. + mrows (its output rows end before the
-    // input rows round h + 1 reads: out_pitch <= in_pitch).
-#pragma unroll 1
-    for (int h = 0; h < (HALF ? 2 : 1); ++h) {
-      const float* in_h = in_s + h * mrows * in_pitch;
-      // Axis 0: mid[i][c] = sum_t w0[t] in[i + t][c]. In constant mode, columns outside the
-      // image are cval for the axis-1 pass (scipy).
-      for (int it = tid; it < items0; it += nt) {
-        const int rb = it / G0, g = it - rb * G0;
-        if constexpr (V0 == 1) {
-          const int c = shift + g;
-          const float* col = in_h + rb * R0 * in_pitch + c;
-          float acc[R0];
+    // Axis 0: mid[i][c] = sum_t w0[t] in[i + t][c]. In constant mode, columns outside the
+    // image are cval for the axis-1 pass (scipy).
+    for (int it = tid; it < items0; it += nt) {
+      const int rb = it / G0, g = it - rb * G0;
+      if constexpr (V0 == 1) {
+        const int c = shift + g;
+        const float* col = in_s + rb * R0 * in_pitch + c;
+        float acc[R0];
 #pragma unroll
-          for (int q = 0; q < R0; ++q) acc[q] = 0.f;
+        for (int q = 0; q < R0; ++q) acc[q] = 0.f;
 #pragma unroll
-          for (int e = 0; e < R0 + K - 1; ++e) {
-            const float x = col[e * in_pitch];
-#pragma unroll
-            for (int q = 0; q < R0; ++q)
-              if (e - q >= 0 && e - q < K) acc[q] = fmaf(x, p.wt[e - q], acc[q]);
-          }
-          const bool outside =
-              cmode1 && static_cast<unsigned>(gcol0 + c) >= static_cast<unsigned>(p.w);
-          float* m = mid_s + rb * R0 * mid_pitch + c;
-#pragma unroll
-          for (int q = 0; q < R0; ++q) m[q * mid_pitch] = outside ? cval : acc[q];
-        } else {
-          // Columns 4g .. 4g + 3 (those outside the used range compute on whatever the buffer
-          // holds and are never read).
-          const int c = 4 * g;
-          const float4* col = reinterpret_cast<const float4*>(in_h + rb * R0 * in_pitch + c);
-          float4 acc[R0];
-#pragma unroll
-          for (int q = 0; q < R0; ++q) acc[q] = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-          for (int e = 0; e < R0 + K - 1; ++e) {
-            const float4 x = col[e * (in_pitch / 4)];
-#pragma unroll
-            for (int q = 0; q < R0; ++q)
-              if (e - q >= 0 && e - q < K) {
-                const float w = p.wt[e - q];
-                acc[q].x = fmaf(x.x, w, acc[q].x);
-                acc[q].y = fmaf(x.y, w, acc[q].y);
-                acc[q].z = fmaf(x.z, w, acc[q].z);
-                acc[q].w = fmaf(x.w, w, acc[q].w);
-              }
-          }
-          bool o[4];
-#pragma unroll
-          for (int u = 0; u < 4; ++u)
-            o[u] = cmode1 && static_cast<unsigned>(gcol0 + c + u) >= static_cast<unsigned>(p.w);
-          float* m = mid_s + rb * R0 * mid_pitch + c;
+        for (int e = 0; e < R0 + K - 1; ++e) {
+          const float x = col[e * in_pitch];
 #pragma unroll
           for (int q = 0; q < R0; ++q)
-            *reinterpret_cast<float4*>(m + q * mid_pitch) =
-                make_float4(o[0] ? cval : acc[q].x, o[1] ? cval : acc[q].y,
-                            o[2] ? cval : acc[q].z, o[3] ? cval : acc[q].w);
+            if (e - q >= 0 && e - q < K) acc[q] = fmaf(x, p.wt[e - q], acc[q]);
         }
-      }
-      __syncthreads();
-
-      // Axis 1: out[i][j] = sum_t w1[t] mid[i][shift + j + t]; a thread takes R1 columns of one
-      // row, a warp's lanes 32 rows. Result into this tile's input buffer.
-      float* out_s = in_s + h * mrows * out_pitch;
-      for (int it = tid; it < items1; it += nt) {
-        const int cb = it >> lm, i = it & (mrows - 1);
-        float acc[R1];
+        const bool outside = cmode1 && static_cast<unsigned>(gcol0 + c) >= static_cast<unsigned>(p.w);
+        float* m = mid_s + rb * R0 * mid_pitch + c;
 #pragma unroll
-        for (int q = 0; q < R1; ++q) acc[q] = 0.f;
-        if constexpr (VEC1) {
-          // float4 reads from the aligned column cb * R1; element e of the R1 + K - 1 inputs is
-          // column cb * R1 + shift + e.
-          const float4* row = reinterpret_cast<const float4*>(mid_s + i * mid_pitch + cb * R1);
-          constexpr int NV = (shift + R1 + K - 1 + 3) / 4;
+        for (int q = 0; q < R0; ++q) m[q * mid_pitch] = outside ? cval : acc[q];
+      } else {
+        // Columns 4g .. 4g + 3 (those outside the used range compute on whatever the buffer
+        // holds and are never read).
+        const int c = 4 * g;
+        const float4* col = reinterpret_cast<const float4*>(in_s + rb * R0 * in_pitch + c);
+        float4 acc[R0];
 #pragma unroll
-          for (int v = 0; v < NV; ++v) {
-            const float4 x4 = row[v];
-            const float xs[4] = {x4.x, x4.y, x4.z, x4.w};
+        for (int q = 0; q < R0; ++q) acc[q] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-            for (int u = 0; u < 4; ++u) {
-              const int e = 4 * v + u - shift;
+        for (int e = 0; e < R0 + K - 1; ++e) {
+          const float4 x = col[e * (in_pitch / 4)];
 #pragma unroll
-              for (int q = 0; q < R1; ++q)
-                if (e - q >= 0 && e - q < K) acc[q] = fmaf(xs[u], p.wt[K + e - q], acc[q]);
+          for (int q = 0; q < R0; ++q)
+            if (e - q >= 0 && e - q < K) {
+              const float w = p.wt[e - q];
+              acc[q].x = fmaf(x.x, w, acc[q].x);
+              acc[q].y = fmaf(x.y, w, acc[q].y);
+              acc[q].z = fmaf(x.z, w, acc[q].z);
+              acc[q].w = fmaf(x.w, w, acc[q].w);
             }
-          }
-          float4* o = reinterpret_cast<float4*>(out_s + i * out_pitch + cb * R1);
+        }
+        bool o[4];
 #pragma unroll
-          for (int q = 0; q < R1 / 4; ++q)
-            o[q] = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
-        } else {
-          const float* row = mid_s + i * mid_pitch + shift + cb * R1;
+        for (int u = 0; u < 4; ++u)
+          o[u] = cmode1 && static_cast<unsigned>(gcol0 + c + u) >= static_cast<unsigned>(p.w);
+        float* m = mid_s + rb * R0 * mid_pitch + c;
 #pragma unroll
-          for (int e = 0; e < R1 + K - 1; ++e) {
-            const float x = row[e];
+        for (int q = 0; q < R0; ++q)
+          *reinterpret_cast<float4*>(m + q * mid_pitch) =
+              make_float4(o[0] ? cval : acc[q].x, o[1] ? cval : acc[q].y,
+                          o[2] ? cval : acc[q].z, o[3] ? cval : acc[q].w);
+      }
+    }
+    __syncthreads();
+
+    // Axis 1: out[i][j] = sum_t w1[t] mid[i][shift + j + t]; a thread takes R1 columns of one
+    // row, a warp's lanes 32 rows. Result into this tile's input buffer.
+    float* out_s = in_s;
+    for (int it = tid; it < items1; it += nt) {
+      const int cb = it >> p.lth, i = it & (th - 1);
+      float acc[R1];
+#pragma unroll
+      for (int q = 0; q < R1; ++q) acc[q] = 0.f;
+      if constexpr (VEC1) {
+        // float4 reads from the aligned column cb * R1; element e of the R1 + K - 1 inputs is
+        // column cb * R1 + shift + e.
+        const float4* row = reinterpret_cast<const float4*>(mid_s + i * mid_pitch + cb * R1);
+        constexpr int NV = (shift + R1 + K - 1 + 3) / 4;
+#pragma unroll
+        for (int v = 0; v < NV; ++v) {
+          const float4 x4 = row[v];
+          const float xs[4] = {x4.x, x4.y, x4.z, x4.w};
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            const int e = 4 * v + u - shift;
 #pragma unroll
             for (int q = 0; q < R1; ++q)
-              if (e - q >= 0 && e - q < K) acc[q] = fmaf(x, p.wt[K + e - q], acc[q]);
+              if (e - q >= 0 && e - q < K) acc[q] = fmaf(xs[u], p.wt[K + e - q], acc[q]);
           }
-#pragma unroll
-          for (int q = 0; q < R1; ++q) out_s[i * out_pitch + cb * R1 + q] = acc[q];
         }
+        float4* o = reinterpret_cast<float4*>(out_s + i * out_pitch + cb * R1);
+#pragma unroll
+        for (int q = 0; q < R1 / 4; ++q)
+          o[q] = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
+      } else {
+        const float* row = mid_s + i * mid_pitch + shift + cb * R1;
+#pragma unroll
+        for (int e = 0; e < R1 + K - 1; ++e) {
+          const float x = row[e];
+#pragma unroll
+          for (int q = 0; q < R1; ++q)
+            if (e - q >= 0 && e - q < K) acc[q] = fmaf(x, p.wt[K + e - q], acc[q]);
+        }
+#pragma unroll
+        for (int q = 0; q < R1; ++q) out_s[i * out_pitch + cb * R1 + q] = acc[q];
       }
-      __syncthreads();
-    }  // h
-    float* out_s = in_s;
+    }
+    __syncthreads();
 
     // The tile: float4 stores (16 lanes per 64-float row) where the output allows.
     const int rows = min(th, p.h - y0), cols = min(kTW, p.w - x0);
@@ -241,16 +232,13 @@ fixed_kernel(const __grid_constant__ Params<float> p) {
 // minb: __launch_bounds__' minimum blocks of 512 threads per SM (1: ptxas free to use up to
 // 128 registers for load hoisting / ILP; 3: capped at 40 registers, the generic kernel's
 // occupancy); nstage: staged tiles per block (3: two tiles' loads in flight while one filters).
-// half, nt: HALF, NT above; kmin: the fewest taps instantiated (the HALF variants only where
-// the intermediate's size decides the blocks per SM: compile time).
 struct FixedCfg {
   int R0, V0, R1;
   bool vec1;
   int minb, nstage;
   const char* name;
-  bool half = false;
-  int nt = 0, kmin = 3;
-  bool all_tiles = false;  // one block per tile (launch_persistent's all_tiles)
+  int nt = 0;               // NT
+  bool all_tiles = false;   // one block per tile
 };
 constexpr FixedCfg kFixed[] = {
     {8, 1, 8, false, 1, 2, "fixK r8|r8"},        // 2: taps compiled in, generic's work split
@@ -261,22 +249,9 @@ constexpr FixedCfg kFixed[] = {
     {8, 1, 8, true, 3, 2, "fixK r8|r8v occ3"},   // 7: variant 3 at <= 40 registers
     {8, 1, 8, true, 3, 3, "fixK r8|r8v occ3 s3"},  // 8: variant 7, 3 staged tiles
     {16, 1, 16, true, 1, 3, "fixK r16|r16v s3"},   // 9: variant 5, 3 staged tiles
-    // 10-14: the passes by half tiles (3 blocks of 64 rows per SM at r = 8..11); minb 3 at
-    // 256 threads caps registers at 85 (ptxas then takes ~48), minb 1 leaves them free
-    {8, 1, 8, true, 3, 2, "half r8|r8v t256", true, 256, 17},      // 10: variant 3's split
-    {16, 1, 16, true, 1, 2, "half r16|r16v t256", true, 256, 17},  // 11: variant 5's split
-    {16, 1, 8, true, 3, 2, "half r16|r8v t256", true, 256, 17},    // 12: 16 rows, 8 columns
-    {8, 1, 8, true, 3, 2, "half r8|r8v t352", true, 352, 17},      // 13: 10 at 352 threads
-    {16, 1, 16, true, 3, 2, "half r16|r16v t256 m3", true, 256, 17},  // 14: 11, minb 3
-    // 15-17: one staged tile (no prefetch): 4 blocks of 64 rows per SM (5 with half tiles)
-    {8, 1, 8, true, 4, 1, "s1 r8|r8v t256 m4", false, 256, 17},       // 15
-    {8, 1, 8, true, 5, 1, "s1 half r8|r8v t256 m5", true, 256, 17},   // 16
-    {16, 1, 16, true, 4, 1, "s1 r16|r16v t256 m4", false, 256, 17},   // 17
-    // 18-21: one block per tile, one staged tile (the block scheduler staggers loads/filtering)
-    {8, 1, 8, true, 1, 1, "np r8|r8v", false, 0, 3, true},             // 18: variant 3
-    {16, 1, 16, true, 1, 1, "np r16|r16v", false, 0, 3, true},         // 19: variant 5
-    {8, 1, 8, true, 4, 1, "np r8|r8v t256 m4", false, 256, 3, true},   // 20: variant 15
-    {8, 1, 8, true, 5, 1, "np half r8|r8v t256 m5", true, 256, 17, true},  // 21: variant 16
+    // one block per tile, one staged tile (gauss3's round 2 on the H100: v18 / v20 there)
+    {8, 1, 8, true, 1, 1, "np r8|r8v", 0, true},             // 10: variant 3's work split
+    {8, 1, 8, true, 4, 1, "np r8|r8v t256 m4", 256, true},   // 11: 256 threads, <= 64 regs
 };
 constexpr int kNumFixed = sizeof(kFixed) / sizeof(kFixed[0]);
 
@@ -287,7 +262,7 @@ const char* fixed_variant_name(int v) {
 
 std::size_t fixed_smem(int v, int K, int th) {
   const FixedCfg& c = kFixed[v - 2];
-  return static_cast<std::size_t>(fx_total(K, c.vec1, th, c.nstage, c.half)) * sizeof(float);
+  return static_cast<std::size_t>(fx_total(K, c.vec1, th, c.nstage)) * sizeof(float);
 }
 
 int fixed_th(int v, int K, int forced, int optin) {
@@ -299,8 +274,8 @@ int fixed_th(int v, int K, int forced, int optin) {
 }
 
 bool fixed_th_fits(int v, int K, int th, int optin) {
-  return v >= 2 && v < 2 + kNumFixed && K >= kFixed[v - 2].kmin && K <= kFixedMaxTaps &&
-         K % 2 == 1 && fixed_th(v, K, th, optin) == th;
+  return v >= 2 && v < 2 + kNumFixed && K >= 3 && K <= kFixedMaxTaps && K % 2 == 1 &&
+         fixed_th(v, K, th, optin) == th;
 }
 
 bool fixed_supported(int v, std::int64_t rows, std::int64_t cols, int k0, int k1, DType dtype,
@@ -308,20 +283,19 @@ bool fixed_supported(int v, std::int64_t rows, std::int64_t cols, int k0, int k1
   (void)rows;
   (void)cols;
   return v >= 2 && v < 2 + kNumFixed && dtype == DType::f32 && k0 == k1 && k0 % 2 == 1 &&
-         k0 >= kFixed[v - 2].kmin && k0 <= kFixedMaxTaps && fixed_th(v, k0, 0, optin) > 0;
+         k0 >= 3 && k0 <= kFixedMaxTaps && fixed_th(v, k0, 0, optin) > 0;
 }
 
-template <int K, int R0, int V0, int R1, bool VEC1, int MINB, int NSTAGE, bool HALF, int NT>
+template <int K, int R0, int V0, int R1, bool VEC1, int MINB, int NSTAGE, int NT>
 void launch_one(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev, bool all_tiles) {
   const int th = fixed_th(v, K, a.tile_rows, dev.optin);
-  if (th == 0 || (HALF && th / 2 < R0))
+  if (th == 0)
     throw ValueError("separable_boundary: tile_rows must be 16, 32 or 64 and fit shared memory");
   constexpr int G0 = V0 == 1 ? kTW + K - 1 : fx_in_pitch(K) / 4;
-  const int mrows = HALF ? th / 2 : th;
-  launch_persistent(fixed_kernel<K, R0, V0, R1, VEC1, MINB, NSTAGE, HALF, NT>,
+  launch_persistent(fixed_kernel<K, R0, V0, R1, VEC1, MINB, NSTAGE, NT>,
                     make_params<float>(a, th),
-                    NT ? NT : pick_threads(mrows / R0 * G0, mrows * kTW / R1),
-                    fixed_smem(v, K, th), v, a, dev, all_tiles);
+                    NT ? NT : pick_threads(th / R0 * G0, th * kTW / R1), fixed_smem(v, K, th), v,
+                    a, dev, all_tiles);
 }
 
 template <int C>
@@ -330,20 +304,17 @@ void launch_cfg(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
   switch (a.k0) {
 #define TC_SEPB_K(K)                                                                       \
   case K:                                                                                  \
-    if constexpr (K >= c.kmin)                                                             \
-      return launch_one<K, c.R0, c.V0, c.R1, c.vec1, c.minb, c.nstage, c.half, c.nt>(      \
-          a, v, dev, c.all_tiles);                                                         \
-    break;
+    return launch_one<K, c.R0, c.V0, c.R1, c.vec1, c.minb, c.nstage, c.nt>(a, v, dev,     \
+                                                                          c.all_tiles);
     TC_SEPB_K(3) TC_SEPB_K(5) TC_SEPB_K(7) TC_SEPB_K(9) TC_SEPB_K(11) TC_SEPB_K(13)
     TC_SEPB_K(15) TC_SEPB_K(17) TC_SEPB_K(19) TC_SEPB_K(21) TC_SEPB_K(23)
 #undef TC_SEPB_K
-    default: break;
+    default: throw ValueError("separable_boundary: fixed-tap variant needs 3..23 taps");
   }
-  throw ValueError("separable_boundary: this fixed-tap variant does not take these taps");
 }
 
 void launch_fixed(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
-  static_assert(kNumFixed == 20, "one case per kFixed row");
+  static_assert(kNumFixed == 10, "one case per kFixed row");
   switch (v) {
     case 2: return launch_cfg<0>(a, v, dev);
     case 3: return launch_cfg<1>(a, v, dev);
@@ -355,16 +326,6 @@ void launch_fixed(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev) {
     case 9: return launch_cfg<7>(a, v, dev);
     case 10: return launch_cfg<8>(a, v, dev);
     case 11: return launch_cfg<9>(a, v, dev);
-    case 12: return launch_cfg<10>(a, v, dev);
-    case 13: return launch_cfg<11>(a, v, dev);
-    case 14: return launch_cfg<12>(a, v, dev);
-    case 15: return launch_cfg<13>(a, v, dev);
-    case 16: return launch_cfg<14>(a, v, dev);
-    case 17: return launch_cfg<15>(a, v, dev);
-    case 18: return launch_cfg<16>(a, v, dev);
-    case 19: return launch_cfg<17>(a, v, dev);
-    case 20: return launch_cfg<18>(a, v, dev);
-    case 21: return launch_cfg<19>(a, v, dev);
     default: throw ValueError("separable_boundary: variant out of range");
   }
 }

@@ -290,7 +290,7 @@ def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
         if precision == "fp32" and rows.get(method) is not None and \
                 rows[method].device == "cuda" and method != "separable":
             # The kernel is rank 1 by construction: on a GPU the `separable` plan, whatever the
-            # cost model ranks first (it picks cuFFT from 31 taps, whose fp32 MAPE on USC-SIPI,
+            # cost model ranks first (it picks cuFFT from 27 taps, whose fp32 MAPE on USC-SIPI,
             # ~1.1e-5 %, misses the goal's 1e-5 %; the plan: <= 2.9e-6 % emulated, r = 12..23,
             # benchmarks/gaussian_fp32_emulate.py; and faster: 0.227 ms at r = 23, H100 4096^2).
             method = "separable"
