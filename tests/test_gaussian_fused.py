@@ -53,7 +53,7 @@ def test_fused_vs_scipy(precision, mode, sigma, order):
     if precision == "fp64" or k <= 23:
         # 'auto' on a CUDA array is the same launch: the same bits
         assert np.array_equal(to_host(auto), to_host(out))
-    else:  # fp32 beyond 23 taps: 'auto' takes the `separable` plan (filters/gaussian.py)
+    else:  # fp32 beyond 23 taps: 'auto' takes the `separable` plan to 64 taps (gaussian.py)
         check_gaussian(auto, ref, precision, order, "auto", scale)
 
 

@@ -43,6 +43,11 @@ FUSED = "separable_boundary"
 # column pass runs on fp64 MMAs from 25 taps). fp64, and modes that differ per axis (which only
 # the fused filter takes), stay fused.
 _FUSED_FP32_MAX_TAPS = 23
+# ... and the `separable` plan up to this many taps, where its fused pass sums the column pass on
+# fp64 MMAs (csrc/cuda/separable/plan.cu: 25..64 taps); beyond, its two-pass form sums both
+# passes tap by tap in fp32 (1.3e-5 % emulated at 161 taps on a random image), so the cost
+# model's choice stands there.
+_SEPARABLE_DMMA_MAX_TAPS = 64
 # _common.MODES' names -> the kernel's mode numbers (csrc/cuda/filters/separable_boundary.hpp).
 _KMODE = {"symm": 0, "fill": 1, "edge": 2, "reflect": 3, "wrap": 4}
 
@@ -288,11 +293,11 @@ def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
         if method == "direct" and kh * kw >= _CPU_SEPARABLE_AREA:
             method = "numpy_separable"
         if precision == "fp32" and rows.get(method) is not None and \
-                rows[method].device == "cuda" and method != "separable":
+                rows[method].device == "cuda" and max(kh, kw) <= _SEPARABLE_DMMA_MAX_TAPS:
             # The kernel is rank 1 by construction: on a GPU the `separable` plan, whatever the
             # cost model ranks first (it picks cuFFT from 27 taps, whose fp32 MAPE on USC-SIPI,
-            # ~1.1e-5 %, misses the goal's 1e-5 %; the plan: <= 2.9e-6 % emulated, r = 12..23,
-            # benchmarks/gaussian_fp32_emulate.py; and faster: 0.227 ms at r = 23, H100 4096^2).
+            # ~1.1e-5 %, misses the goal's 1e-5 %; the plan: <= 3.1e-6 % emulated, r = 12..23,
+            # benchmarks/gaussian_fp32_emulate.py).
             method = "separable"
     elif not isinstance(method, str):
         raise TypeError(f"method must be a string, got {type(method).__name__}")
@@ -338,8 +343,8 @@ def gaussian(image, sigma, *, order=0, mode="reflect", cval=0.0, truncate=4.0, r
     device.
 
     method: 'auto' (CUDA arrays: 'separable_boundary', the one-launch fused separable filter with
-    the boundary modes built in, for fp64 and for fp32 up to 23 taps per axis; the `separable`
-    plan otherwise; host arrays: the
+    the boundary modes built in, for fp64 and for fp32 up to 23 taps per axis; in fp32 the
+    `separable` plan up to 64 taps, the cost model's choice beyond; host arrays: the
     separable passes on the GPU for large images, on the CPU two NumPy 1-D passes from 41x41
     taps, `direct` below), 'separable_boundary', or any correlate2d method of tensorconv.methods()
     (e.g. 'separable', 'naive_shmem', 'fir_dki', 'im2tensor_fused'), which then runs the 2-D
