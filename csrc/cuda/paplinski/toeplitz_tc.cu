@@ -40,7 +40,7 @@ class ToeplitzPlan final : public CudaPlan {
   }
 
  private:
-  Setup<P> st_;
+  Setup<P, Gm> st_;
   DeviceBuffer band_, kd_;
 };
 

@@ -42,7 +42,7 @@ namespace tc {
 namespace cuda {
 namespace tz {
 
-enum class AccKind { f16, f32, f64 };
+enum class AccKind { f16, f32, f32x3, f64 };
 
 // Per precision: image storage In, staged type S, band-table entry Coef, MMA k (KK),
 // accumulation, and the default geometry Geo: output groups of 8 columns per warp (G), warps per
@@ -53,16 +53,23 @@ enum class AccKind { f16, f32, f64 };
 // the two B taps of a lane adjacent in the band table.
 // UNR: kernel rows unrolled per loop trip (the compiler may then overlap one row's fragment
 // loads with the other's MMAs).
-template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1> struct Geom {
-  static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_;
-  static constexpr bool PERM = PERM_;
+// LDM (fp32-staged images, k = 8 MMAs): the four A values of a lane by one ldmatrix.x4 (the
+// m8n8.b16 layout puts the 32-bit word (g, q) of an 8 x 4-float block in lane 4g + q, the
+// m16n8k8 tf32 A layout) instead of four scalar shared loads.
+// X3 (fp32 only): 3xTF32 instead of DMMA, big*big MMAs chained X3 chunks deep (see CfgX3).
+// PF: the next kernel row's B fragments prefetched (1), not (0), or while they fit (-1).
+template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1,
+          bool LDM_ = false, int X3_ = 0, int PF_ = -1>
+struct Geom {
+  static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_, X3 = X3_, PF = PF_;
+  static constexpr bool PERM = PERM_, LDM = LDM_;
   static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
 template <Precision P> struct Cfg;
 template <> struct Cfg<Precision::fp16> {
   using In = __half; using S = __half; using Coef = std::uint32_t; using Acc = float;
-  static constexpr int KK = 16;
+  static constexpr int KK = 16, kRings = 1;
   using Geo = Geom<8, 4, 2, 2>;
   static constexpr AccKind acc = AccKind::f16;
 };
@@ -76,13 +83,13 @@ template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
 // shared-memory loads.
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
-  static constexpr int KK = 8;
+  static constexpr int KK = 8, kRings = 1;
   using Geo = Geom<8, 4, 2, 2>;
   static constexpr AccKind acc = AccKind::f32;
 };
 template <> struct Cfg<Precision::fp64> {
   using In = double; using S = double; using Coef = double; using Acc = double;
-  static constexpr int KK = 8;
+  static constexpr int KK = 8, kRings = 1;
   using Geo = Geom<2, 4, 2, 2>;  // H100: G = 2 beat G = 4, 8 (one CTA per SM) at k <= 35
   static constexpr AccKind acc = AccKind::f64;
 };
@@ -96,6 +103,23 @@ template <> struct Cfg<Precision::fp32> : Cfg<Precision::fp64> {
   using In = float; using S = float;
   using Geo = Geom<4, 4, 2, 2>;  // H100: 0.257 / 0.497 ms at k = 15 / 25 vs G = 2's 0.289 / 0.555
 };
+
+// fp32 by 3xTF32 (Geom X3 = L > 0): x = hi + lo with hi = tf32(x), lo = tf32(x - hi) (the
+// image split once as staged: hi in the ring, lo in a second ring; the kernel's split in the
+// band table, (hi, lo) per tap), out = hi*hi + (hi*lo + lo*hi) (lo*lo, ~2^-24 of a product, and
+// the 2 bits lo loses to tf32 are below fp32's rounding). The cross terms share one fp32
+// accumulator (their truncation errors are ~2^-11 of the result's). The MMA's fp32 sums
+// truncate, which biased long positive sums when big*big ran in one accumulator, so big*big
+// runs L chunks deep from zero and each such partial joins the sum by Fast2Sum (its rounding
+// error to the cross-term accumulator): the truncation bias then scales with the partial, not
+// the sum. Acc (the fallback's type) stays fp64.
+struct CfgX3 {
+  using In = float; using S = float; using Coef = float2; using Acc = double;
+  static constexpr int KK = 8, kRings = 2;
+  static constexpr AccKind acc = AccKind::f32x3;
+};
+template <Precision P, class Gm>
+using CfgOf = std::conditional_t<P == Precision::fp32 && (Gm::X3 > 0), CfgX3, Cfg<P>>;
 
 constexpr int kWarps = 8;
 
@@ -138,6 +162,13 @@ __device__ __forceinline__ void mma16_f16(std::uint32_t (&d)[2], const std::uint
       : "+r"(d[0]), "+r"(d[1])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
 }
+// D = A B (tf32, the accumulator's input zero): a chain of big*big products starts here.
+__device__ __forceinline__ void mma_tf32_zero(float (&d)[4], const unsigned (&a)[4], uint2 b) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%10,%10,%10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "f"(0.f));
+}
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -173,11 +204,22 @@ template <class S, class In> __device__ __forceinline__ S stage_cast(In x) {
 
 // Rows [lo, hi) of the CTA's image window (relative to r0), columns cs.. (CW of them, rounded
 // up to 16 bytes), into ring slots row % R. Rows and columns past the image are zero.
-template <Precision P, int CW>
-__device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm, int r0, int cs,
-                                           int lo, int hi) {
-  using S = typename Cfg<P>::S;
-  using In = typename Cfg<P>::In;
+// 3xTF32: x = hi + lo, both tf32 (cvt.rna: NaN stays NaN, inf gives lo = NaN: the fallback).
+__device__ __forceinline__ void split_tf32(float x, float& hi, float& lo) {
+  hi = round_to_tf32(x);
+  lo = round_to_tf32(x - hi);
+}
+
+// Staged fp32 rounded after the copy: tf32, and 3xTF32's split (hi in place, lo in ring 2).
+template <Precision P, class Gm>
+constexpr bool kRoundStaged =
+    P == Precision::tf32 || CfgOf<P, Gm>::acc == AccKind::f32x3;
+
+template <Precision P, class Gm, int CW>
+__device__ __forceinline__ void stage_rows(const Args& a, typename CfgOf<P, Gm>::S* sm, int r0,
+                                           int cs, int lo, int hi) {
+  using S = typename CfgOf<P, Gm>::S;
+  using In = typename CfgOf<P, Gm>::In;
   constexpr int E = 16 / sizeof(S);
   constexpr int nch = (CW + E - 1) / E;
   const In* img = static_cast<const In*>(a.in);
@@ -187,7 +229,7 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
     const int gr = r0 + lo + rr, gc = cs + ch * E;
     const int slot = slot0 + rr >= a.R ? slot0 + rr - a.R : slot0 + rr;
     S* dst = sm + static_cast<std::size_t>(slot) * a.ld + ch * E;
-    if constexpr (P == Precision::tf32) {
+    if constexpr (kRoundStaged<P, Gm>) {
       if (a.vec_ok) {  // raw fp32 by cp.async; round_rows rounds it after the wait
         int bytes = gr < a.ih ? (a.iw - gc) * 4 : 0;
         bytes = bytes < 0 ? 0 : (bytes > 16 ? 16 : bytes);
@@ -205,8 +247,17 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
         for (int e = 0; e < 4; ++e) v[e] = gc + e < a.iw ? src[e] : 0.f;
       }
       // cvt.rna: NaN stays NaN (bit arithmetic would not)
-      *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(v[0]), round_to_tf32(v[1]),
-                                                    round_to_tf32(v[2]), round_to_tf32(v[3]));
+      if constexpr (CfgOf<P, Gm>::acc == AccKind::f32x3) {
+        float h[4], l[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) split_tf32(v[e], h[e], l[e]);
+        *reinterpret_cast<float4*>(dst) = make_float4(h[0], h[1], h[2], h[3]);
+        *reinterpret_cast<float4*>(dst + static_cast<std::size_t>(a.R) * a.ld) =
+            make_float4(l[0], l[1], l[2], l[3]);
+      } else {
+        *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(v[0]), round_to_tf32(v[1]),
+                                                      round_to_tf32(v[2]), round_to_tf32(v[3]));
+      }
       continue;
     }
     if constexpr (std::is_same_v<S, In>) {
@@ -231,9 +282,10 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
 // itself in stage_rows (same loop, so no barrier is needed between the copy and this pass). Once
 // per element, and the copies stay asynchronous (staging through registers stalled the CTA's
 // warps on global latency: 0.115 -> 0.096 ms at k = 3, 0.152 -> 0.136 at k = 15, H100).
-template <Precision P, int CW>
-__device__ __forceinline__ void round_rows(const Args& a, typename Cfg<P>::S* sm, int lo, int hi) {
-  if constexpr (P == Precision::tf32) {
+template <Precision P, class Gm, int CW>
+__device__ __forceinline__ void round_rows(const Args& a, typename CfgOf<P, Gm>::S* sm, int lo,
+                                           int hi) {
+  if constexpr (kRoundStaged<P, Gm>) {
     if (!a.vec_ok) return;  // rounded as staged
     constexpr int nch = (CW + 3) / 4;
     const int slot0 = lo % a.R;
@@ -242,8 +294,18 @@ __device__ __forceinline__ void round_rows(const Args& a, typename Cfg<P>::S* sm
       if (slot >= a.R) slot -= a.R;  // hi - lo <= R: one wrap at most
       float* dst = sm + static_cast<std::size_t>(slot) * a.ld + (i % nch) * 4;
       const float4 f = *reinterpret_cast<const float4*>(dst);
-      *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(f.x), round_to_tf32(f.y),
-                                                    round_to_tf32(f.z), round_to_tf32(f.w));
+      if constexpr (CfgOf<P, Gm>::acc == AccKind::f32x3) {
+        float4 h, l;
+        split_tf32(f.x, h.x, l.x);
+        split_tf32(f.y, h.y, l.y);
+        split_tf32(f.z, h.z, l.z);
+        split_tf32(f.w, h.w, l.w);
+        *reinterpret_cast<float4*>(dst) = h;
+        *reinterpret_cast<float4*>(dst + static_cast<std::size_t>(a.R) * a.ld) = l;
+      } else {
+        *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(f.x), round_to_tf32(f.y),
+                                                      round_to_tf32(f.z), round_to_tf32(f.w));
+      }
     }
   }
 }
@@ -265,15 +327,19 @@ __device__ __forceinline__ void store_pair(double* o, double a, double b) {
 
 template <Precision P, class Gm, int DB>
 __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a) {
-  using C = Cfg<P>;
+  using C = CfgOf<P, Gm>;
   using S = typename C::S;
   using Coef = typename C::Coef;
   using Acc = typename C::Acc;
+  constexpr bool X3 = C::acc == AccKind::f32x3;
+  using AccR = std::conditional_t<X3, float, Acc>;  // the accumulators' type
   constexpr int KK = C::KK, G = Gm::G, TH = Gm::TH, TW = Gm::TW;
   constexpr int KS = KK / 8;               // chunk step in 8-column tiles
   constexpr int NC = G + KS * (DB - 1);    // A tiles a warp reads per kernel row
   constexpr int CW = TW - 8 + KK * DB;     // staged columns per block
   constexpr bool PERM = Gm::PERM && KK == 8;
+  constexpr bool LDM = (Gm::LDM || X3) && KK == 8 && std::is_same_v<S, float>;
+  constexpr int L3 = X3 ? Gm::X3 : 1;  // big*big chain length
   extern __shared__ __align__(16) unsigned char smem_raw[];
   S* sm = reinterpret_cast<S*>(smem_raw);
   // Rows are counted from the CTA's first output row r0 (ring slot: row % R); row block t of
@@ -285,26 +351,32 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   const int nrows = TH + a.kh - 1;  // window rows of a row block (past ih: zeros)
   // Lane row offsets inside an A tile (ldmatrix: lane -> row (lane & 7) + 8 ((lane >> 3) & 1),
   // column 8 (lane >> 4); scalar loads: rows g and g + 8, columns q and q + 4).
-  const int mrow0 = KK == 16 ? (lane & 7) + (lane & 8) : g;
-  const int mcol = KK == 16 ? 8 * (lane >> 4) : PERM ? 2 * q : q;
+  const int mrow0 = KK == 16 || LDM ? (lane & 7) + (lane & 8) : g;
+  const int mcol = KK == 16 ? 8 * (lane >> 4) : LDM ? 4 * (lane >> 4) : PERM ? 2 * q : q;
+  const std::size_t ring2 = static_cast<std::size_t>(a.R) * a.ld;  // 3xTF32: the lo ring
 
   for (int t = 0; t < a.nph; ++t) {
   const int rt = t * TH;
   if (r0 + rt >= a.oh) break;  // CTA-uniform
   const bool active = r0 + rt + wrow < a.oh && c0 + wcol < a.ow;  // warp-uniform
 
-  Acc acc[G][4];
+  AccR acc[G][4];
+  float acc2[X3 ? G : 1][4];  // 3xTF32: cross terms and the big sums' rounding errors
 #pragma unroll
   for (int p = 0; p < G; ++p)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[p][e] = 0;
+#pragma unroll
+  for (int p = 0; p < (X3 ? G : 1); ++p)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc2[p][e] = 0.f;
 
   for (int blk = 0; blk < a.nblk; ++blk) {
     const int cs = c0 + KK * DB * blk;
     if (t == 0 || !a.carry) {  // carried: copied during the previous row block
-      stage_rows<P, CW>(a, sm, r0, cs, rt, rt + min(nrows, TH + a.S - 1));
+      stage_rows<P, Gm, CW>(a, sm, r0, cs, rt, rt + min(nrows, TH + a.S - 1));
       cp_async_wait_all();
-      round_rows<P, CW>(a, sm, rt, rt + min(nrows, TH + a.S - 1));
+      round_rows<P, Gm, CW>(a, sm, rt, rt + min(nrows, TH + a.S - 1));
       __syncthreads();
     }
     for (int u0 = 0; u0 < a.kh; u0 += a.S) {
@@ -316,7 +388,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
         slo = rt + nrows;
         shi = rt + TH + nrows;
       }
-      if (shi > slo) stage_rows<P, CW>(a, sm, r0, cs, slo, shi);
+      if (shi > slo) stage_rows<P, Gm, CW>(a, sm, r0, cs, slo, shi);
       if (active) {
         const int u1 = min(u0 + a.S, a.kh);
         // B_d fragments of kernel row u: lane (g, q) holds column n = g, rows k = kq and
@@ -336,7 +408,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
         };
         // The next row's fragments are prefetched only while they fit: with fp64 taps and 6-8
         // chunks the second set spilled (ptxas) at two CTAs per SM.
-        constexpr bool kPrefetch = 2 * DB * sizeof(Coef) <= 64;
+        constexpr bool kPrefetch = Gm::PF < 0 ? 2 * DB * sizeof(Coef) <= 64 : Gm::PF > 0;
         if (kPrefetch) load_b(u0, bx, by);
         int s0 = (rt + wrow + u0 + mrow0) % a.R;  // ring slot of this lane's row, walked below
 #pragma unroll Gm::UNR
@@ -378,10 +450,16 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
           } else {
             const Coef* b0 = bx;
             const Coef* b1 = by;
+            float tb[X3 ? G : 1][4];  // 3xTF32: big*big partials, L3 chunks deep
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
               S x[4];
-              if constexpr (PERM) {
+              if constexpr (LDM) {
+                std::uint32_t r[4];
+                ldmatrix_x4(r, row0 + 8 * c);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) x[e] = __uint_as_float(r[e]);
+              } else if constexpr (PERM) {
                 ld_pair(x[0], x[2], row0 + 8 * c);
                 ld_pair(x[1], x[3], row8 + 8 * c);
               } else {
@@ -394,6 +472,34 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
                   const int p = c - d;
                   if (p < 0 || p >= G) continue;
                   BandF64::mma(acc[p], af, make_double2(b0[d], b1[d]));
+                }
+              } else if constexpr (X3) {
+                unsigned hi[4], lo[4];  // split when staged
+                std::uint32_t r[4];
+                ldmatrix_x4(r, row0 + ring2 + 8 * c);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                  hi[e] = __float_as_uint(x[e]);
+                  lo[e] = r[e];
+                }
+#pragma unroll
+                for (int d = 0; d < DB; ++d) {
+                  const int p = c - d;
+                  if (p < 0 || p >= G) continue;
+                  const uint2 bh = make_uint2(__float_as_uint(b0[d].x), __float_as_uint(b1[d].x));
+                  const uint2 bl = make_uint2(__float_as_uint(b0[d].y), __float_as_uint(b1[d].y));
+                  if (d % L3 == 0) mma_tf32_zero(tb[p], hi, bh);
+                  else BandTf32::mma(tb[p], hi, bh);
+                  BandTf32::mma(acc2[p], hi, bl);
+                  BandTf32::mma(acc2[p], lo, bh);
+                  if (d % L3 == L3 - 1 || d == DB - 1) {  // Fast2Sum (|acc| >= |tb| mostly)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                      const float s = acc[p][e] + tb[p][e];
+                      acc2[p][e] += (acc[p][e] - s) + tb[p][e];
+                      acc[p][e] = s;
+                    }
+                  }
                 }
               } else if constexpr (C::acc == AccKind::f32) {
                 unsigned af[4];  // rounded to tf32 when staged
@@ -420,7 +526,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
         }
       }
       cp_async_wait_all();
-      if (shi > slo) round_rows<P, CW>(a, sm, slo, shi);
+      if (shi > slo) round_rows<P, Gm, CW>(a, sm, slo, shi);
       __syncthreads();
     }
   }
@@ -430,7 +536,10 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
 #pragma unroll
   for (int p = 0; p < G; ++p)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) bad |= !isfinite(acc[p][e]);
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (X3) acc[p][e] += acc2[p][e];
+      bad |= !isfinite(acc[p][e]);
+    }
   using In = typename C::In;
   using Out = typename Prec<P>::Store;
   Out* out = static_cast<Out*>(a.out);
@@ -494,19 +603,19 @@ template <Precision P> typename Cfg<P>::Acc tap_value(double x) {
 
 // What a plan prepares once per kernel: the band table, the fallback taps, and the geometry of
 // the column blocks and of the shared-memory ring.
-template <Precision P> struct Setup {
-  std::vector<typename Cfg<P>::Coef> band;  // kh rows of lp
-  std::vector<typename Cfg<P>::Acc> kd;     // kh x kw
+template <Precision P, class Gm> struct Setup {
+  std::vector<typename CfgOf<P, Gm>::Coef> band;  // kh rows of lp
+  std::vector<typename CfgOf<P, Gm>::Acc> kd;     // kh x kw
   int db = 1, nblk = 1, lp = 0, ld = 0, S = 1, R = 0;
   bool carry = false;  // the ring also holds the next row block's new rows (CTAs walk rows)
   std::size_t smem = 0;
 };
 
 template <Precision P, class Gm>
-Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSmemBudget) {
-  using C = Cfg<P>;
+Setup<P, Gm> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSmemBudget) {
+  using C = CfgOf<P, Gm>;
   using S = typename C::S;
-  Setup<P> st;
+  Setup<P, Gm> st;
   const int nd = (kw + 7 + C::KK - 1) / C::KK;  // band chunks a group of 8 outputs meets
   st.db = nd <= 4 ? nd : nd <= 6 ? 6 : 8;
   st.nblk = (nd + st.db - 1) / st.db;
@@ -522,7 +631,10 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
     for (int i = 0; i < st.lp; ++i) {
       auto& b = st.band[static_cast<std::size_t>(u) * st.lp + i];
       const double t0 = tap(i - 8), t1 = tap(i - 7);
-      if constexpr (C::KK == 16) {
+      if constexpr (C::acc == AccKind::f32x3) {
+        const float x = static_cast<float>(t0), h = round_to_tf32(x);
+        b = make_float2(h, round_to_tf32(x - h));
+      } else if constexpr (C::KK == 16) {
         std::uint16_t lo, hi;
         if constexpr (P == Precision::bf16) {
           lo = bits16(__float2bfloat16_rn(static_cast<float>(t0)));
@@ -549,7 +661,7 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
     st.ld = (cw + 3) / 4 * 4;
     if ((st.ld / 4) % 2 == 0) st.ld += 4;  // scalar fragment loads: rows g on distinct banks
   }
-  const long long rows_fit = static_cast<long long>(budget / (sizeof(S) * st.ld));
+  const long long rows_fit = static_cast<long long>(budget / (sizeof(S) * C::kRings * st.ld));
   st.S = static_cast<int>(std::max<long long>(1, (rows_fit - Gm::TH + 1) / 2));
   if (st.S >= kh) {
     st.S = kh;
@@ -562,7 +674,7 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
   } else {
     st.R = Gm::TH + 2 * st.S - 1;
   }
-  st.smem = sizeof(S) * static_cast<std::size_t>(st.R) * st.ld;
+  st.smem = sizeof(S) * C::kRings * static_cast<std::size_t>(st.R) * st.ld;
   return st;
 }
 
@@ -605,8 +717,9 @@ void launch_db(Args a, bool carry, std::size_t smem, cudaStream_t stream) {
 
 // Fills the launch-time fields of `a` (image and output set by the caller) and launches.
 template <Precision P, class Gm>
-void launch(Args a, const Setup<P>& st, const void* band, const void* kd, cudaStream_t stream) {
-  using In = typename Cfg<P>::In;
+void launch(Args a, const Setup<P, Gm>& st, const void* band, const void* kd,
+            cudaStream_t stream) {
+  using In = typename CfgOf<P, Gm>::In;
   using Out = typename Prec<P>::Store;
   a.band = band;
   a.lp = st.lp;
