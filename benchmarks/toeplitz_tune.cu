@@ -2,8 +2,10 @@
 // kernel's CTA geometries per precision at 4096^2 (median of 20, CUDA events, data on the
 // device) and checks every output of a few odd shapes, and NaN/inf locality, against a float64
 // direct correlation on the host — without building the package (the device build takes ~100 s).
-// Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o build/toeplitz_tune benchmarks/toeplitz_tune.cu
-// Run there:   build/toeplitz_tune [--quick]
+// Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o tunebin/toeplitz_tune benchmarks/toeplitz_tune.cu
+// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --one PREC K]
+// (default: every precision's checks, then the default geometries' times; --round4: the
+// variants of round 4, results/toeplitz_tune_round4_h100.txt; tunebin/ is not committed)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -153,62 +155,61 @@ void time_geo(const std::vector<double>& img, int n, std::mt19937_64& rng, const
   }
 }
 
-// 3xTF32 (fp32) and ldmatrix (LDM) geometries: Geom<G, WR, WC, MINB, PERM, UNR, LDM, X3>.
+// Round 4's variants (results/toeplitz_tune_round4_h100.txt): 3xTF32 for fp32 (X3 = chain
+// length), ldmatrix fragments (LDM): Geom<G, WR, WC, MINB, PERM, UNR, LDM, X3, PF>.
 using X3g4l1 = Geom<4, 4, 2, 2, false, 1, true, 1>;
 using X3g4l2 = Geom<4, 4, 2, 2, false, 1, true, 2>;
 using X3g4l8 = Geom<4, 4, 2, 2, false, 1, true, 8>;  // one chain per kernel row
 using X3g2l2 = Geom<2, 4, 2, 2, false, 1, true, 2>;
 using X3g4l2w = Geom<4, 2, 4, 2, false, 1, true, 2>;
 using X3g4l2n = Geom<4, 4, 2, 2, false, 1, true, 2, 0>;  // no B prefetch (fewer registers)
+using TfSmall = Cfg<Precision::tf32>::GeoSmall;
+
+static void round4(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  check_shapes<Precision::fp32, X3g4l2>(rng, "x3g4l2");
+  check_shapes<Precision::fp32, X3g4l1>(rng, "x3g4l1");
+  check_shapes<Precision::fp32, X3g4l8>(rng, "x3g4l8");
+  check_shapes<Precision::fp32, Geom<4, 4, 2, 2, false, 1, true>>(rng, "ldm");
+  for (auto& x : img) x = U(rng);
+  time_geo<Precision::fp32, X3g4l2>(img, n, rng, "x3g4l2");
+  time_geo<Precision::fp32, X3g4l1>(img, n, rng, "x3g4l1");
+  time_geo<Precision::fp32, X3g4l8>(img, n, rng, "x3g4l8");
+  time_geo<Precision::fp32, X3g4l2n>(img, n, rng, "x3g4l2n");
+  time_geo<Precision::fp32, X3g2l2>(img, n, rng, "x3g2l2");
+  time_geo<Precision::fp32, X3g4l2w>(img, n, rng, "x3g4l2w");
+  time_geo<Precision::fp32, Geom<4, 4, 2, 2, false, 1, true>>(img, n, rng, "G4ldm");
+  time_geo<Precision::tf32, Geom<8, 4, 2, 2>>(img, n, rng, "round3");
+  time_geo<Precision::tf32, Geom<8, 4, 2, 2, false, 1, true>>(img, n, rng, "G8ldm");
+  time_geo<Precision::tf32, Geom<8, 2, 4, 2, false, 1, true>>(img, n, rng, "G8w4ldm");
+  check_shapes<Precision::fp32, X3g4l2n>(rng, "x3g4l2n");
+  check_shapes<Precision::fp32, X3g2l2>(rng, "x3g2l2");
+  check_shapes<Precision::fp32, X3g4l2w>(rng, "x3g4l2w");
+  check_shapes<Precision::tf32, Geom<8, 2, 4, 2, false, 1, true>>(rng, "G8w4ldm");
+}
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  const bool one = argc > 1 && std::string(argv[1]) == "--one";
+  const std::string mode = argc > 1 ? argv[1] : "";
   std::mt19937_64 rng(1995);
   const int n = 4096;
   std::vector<double> img(static_cast<std::size_t>(n) * n);
   std::uniform_real_distribution<double> U(0, 1);
-  if (!one) {
-    // the new variants first: their correctness decides whether their times count
-    check_shapes<Precision::fp32, X3g4l2>(rng, "x3g4l2");
-    check_shapes<Precision::fp32, X3g4l1>(rng, "x3g4l1");
-    check_shapes<Precision::fp32, X3g4l8>(rng, "x3g4l8");
-    check_shapes<Precision::tf32, Geom<8, 4, 2, 2, false, 1, true>>(rng, "ldm");
-    check_shapes<Precision::fp32, Geom<4, 4, 2, 2, false, 1, true>>(rng, "ldm");
+  if (mode == "--round4") {
+    round4(rng, img, n);
+    return 0;
+  }
+  if (mode != "--one") {
     check_shapes<Precision::fp16>(rng);
-    std::fflush(stdout);
-    for (auto& x : img) x = U(rng);
-    time_geo<Precision::fp32, X3g4l2>(img, n, rng, "x3g4l2");
-    time_geo<Precision::fp32, X3g4l1>(img, n, rng, "x3g4l1");
-    time_geo<Precision::fp32, X3g4l8>(img, n, rng, "x3g4l8");
-    time_geo<Precision::fp32, X3g4l2n>(img, n, rng, "x3g4l2n");
-    time_geo<Precision::fp32, X3g2l2>(img, n, rng, "x3g2l2");
-    time_geo<Precision::fp32, X3g4l2w>(img, n, rng, "x3g4l2w");
-    time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "default");
-    time_geo<Precision::fp32, Geom<4, 4, 2, 2, false, 1, true>>(img, n, rng, "G4ldm");
-    time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default");
-    time_geo<Precision::tf32, Geom<8, 4, 2, 2, false, 1, true>>(img, n, rng, "G8ldm");
-    time_geo<Precision::tf32, Geom<8, 4, 2, 2, false, 2, true>>(img, n, rng, "G8ldmu2");
-    time_geo<Precision::tf32, Geom<4, 4, 2, 3, false, 1, true>>(img, n, rng, "G4m3ldm");
-    time_geo<Precision::tf32, Geom<8, 2, 4, 2, false, 1, true>>(img, n, rng, "G8w4ldm");
-    time_geo<Precision::fp16, Cfg<Precision::fp16>::Geo>(img, n, rng, "default");
-    time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "default");
-    std::fflush(stdout);
-    check_shapes<Precision::fp32, X3g4l2n>(rng, "x3g4l2n");
-    check_shapes<Precision::fp32, X3g2l2>(rng, "x3g2l2");
-    check_shapes<Precision::fp32, X3g4l2w>(rng, "x3g4l2w");
-    check_shapes<Precision::tf32, Geom<8, 4, 2, 2, false, 2, true>>(rng, "G8ldmu2");
-    check_shapes<Precision::tf32, Geom<4, 4, 2, 3, false, 1, true>>(rng, "G4m3ldm");
-    check_shapes<Precision::tf32, Geom<8, 2, 4, 2, false, 1, true>>(rng, "G8w4ldm");
     check_shapes<Precision::fp16fp32>(rng);
     check_shapes<Precision::bf16>(rng);
     check_shapes<Precision::tf32>(rng);
+    check_shapes<Precision::tf32, TfSmall>(rng, "small");
     check_shapes<Precision::fp32>(rng);
     check_shapes<Precision::fp64>(rng);
-    return 0;
   }
+  if (mode == "--quick") return 0;
   for (auto& x : img) x = U(rng);
-  if (argc > 2 && std::string(argv[1]) == "--one") {  // one launch of a default geometry (ncu)
+  if (argc > 3 && mode == "--one") {  // one launch of a default geometry (ncu)
     const int k = std::stoi(argv[3]);
     std::vector<double> ker(k * k, 0.5);
     const std::string p = argv[2];
@@ -217,6 +218,10 @@ int main(int argc, char** argv) {
     if (p == "tf32") run<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, n, ker, k, k, nullptr);
     return 0;
   }
-  (void)quick;
+  time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "default");
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default");
+  time_geo<Precision::tf32, TfSmall>(img, n, rng, "small");
+  time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "default");
+  time_geo<Precision::fp64, Cfg<Precision::fp64>::Geo>(img, n, rng, "default");
   return 0;
 }

@@ -10,10 +10,8 @@ namespace cuda {
 namespace tz {
 namespace {
 
-template <Precision P>
+template <Precision P, class Gm>
 class ToeplitzPlan final : public CudaPlan {
-  using Gm = typename Cfg<P>::Geo;
-
  public:
   explicit ToeplitzPlan(const PlanRequest& r)
       : CudaPlan(r), st_(prepare<P, Gm>(r.kernel, static_cast<int>(r.kh), static_cast<int>(r.kw))) {
@@ -51,7 +49,13 @@ class ToeplitzPlan final : public CudaPlan {
 std::unique_ptr<Plan> make_toeplitz_tc_plan(const PlanRequest& r) {
   cuda::check_int_extent(r);
   return cuda::with_precision(r.precision, [&](auto tag) -> std::unique_ptr<Plan> {
-    return std::make_unique<cuda::tz::ToeplitzPlan<decltype(tag)::value>>(r);
+    constexpr Precision P = decltype(tag)::value;
+    using C = cuda::tz::Cfg<P>;
+    if constexpr (P == Precision::tf32) {  // small kernels: three narrower CTAs per SM
+      if (static_cast<long long>(r.kh) * static_cast<long long>(r.kw) <= C::kSmallArea)
+        return std::make_unique<cuda::tz::ToeplitzPlan<P, typename C::GeoSmall>>(r);
+    }
+    return std::make_unique<cuda::tz::ToeplitzPlan<P, typename C::Geo>>(r);
   });
 }
 

@@ -16,9 +16,10 @@
 // holds the whole kernel, a CTA walks several row blocks down its column strip and the next
 // block's new rows are copied during this one (no load-then-compute bubble per CTA). Kernels
 // wider than 8 KK are walked in column blocks of DB chunks (accumulators stay in registers).
-// Precisions: fp16 (m16n8k16, half accumulator per kernel row, rows summed in fp32), fp16fp32
-// and bf16 (m16n8k16, fp32 accumulator), tf32 (m16n8k8), fp32 and fp64 on DMMA (m16n8k8 f64,
-// sm_90; fp32 data widened to fp64 as read: exact products, fp64 sums, one rounding at the end).
+// Precisions: fp16, fp16fp32 and bf16 (m16n8k16, fp32 accumulator: fp16 too, since half
+// accumulators measured slower on the H100, issue #17 item 6), tf32 (m16n8k8), fp32 and fp64 on
+// DMMA (m16n8k8 f64, sm_90; fp32 data widened to fp64 as read: exact products, fp64 sums, one
+// rounding at the end).
 // NaN/inf: the band's zero taps times inf give NaN where the direct sum has none, so a warp
 // whose accumulators end non-finite recomputes its outputs by direct FMAs from global memory
 // (a non-finite datum anywhere in a warp's tiles makes its MMA results non-finite, so a finite
@@ -42,7 +43,7 @@ namespace tc {
 namespace cuda {
 namespace tz {
 
-enum class AccKind { f16, f32, f32x3, f64 };
+enum class AccKind { f32, f32x3, f64 };
 
 // Per precision: image storage In, staged type S, band-table entry Coef, MMA k (KK),
 // accumulation, and the default geometry Geo: output groups of 8 columns per warp (G), warps per
@@ -67,24 +68,33 @@ struct Geom {
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
 template <Precision P> struct Cfg;
+// fp16 accumulates in fp32 as fp16fp32 does (the same kernel): a half accumulator per kernel
+// row, summed into fp32 per row, took 0.074 / 0.102 / 0.135 / 0.203 / 0.341 ms at k = 3 / 15 /
+// 25 / 35 / 55 against fp32's 0.072 / 0.090 / 0.115 / 0.181 / 0.318 (H100, 4096², harness
+// round 4), so it was dropped: fp32 sums are faster here and more accurate.
 template <> struct Cfg<Precision::fp16> {
   using In = __half; using S = __half; using Coef = std::uint32_t; using Acc = float;
   static constexpr int KK = 16, kRings = 1;
   using Geo = Geom<8, 4, 2, 2>;
-  static constexpr AccKind acc = AccKind::f16;
-};
-template <> struct Cfg<Precision::fp16fp32> : Cfg<Precision::fp16> {
   static constexpr AccKind acc = AccKind::f32;
 };
+template <> struct Cfg<Precision::fp16fp32> : Cfg<Precision::fp16> {};
 template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
   using In = float; using S = __nv_bfloat16;
 };
-// tf32 rounds the image once, as it is staged (round_rows); the fragments are then plain
-// shared-memory loads.
+// tf32 rounds the image once, as it is staged (round_rows); the fragments are then ldmatrix
+// loads. Geometry per kernel size (H100, 4096², harness round 4, kernel ms at k = 3 / 15 / 25 /
+// 35 / 55): Geo (G = 8, ldmatrix, rows unrolled by 2) 0.098 / 0.116 / 0.160 / 0.288 / 0.536
+// against round 3's default (G = 8, scalar loads) 0.098 / 0.135 / 0.191 / 0.334 / 0.630;
+// GeoSmall (G = 4, three CTAs per SM, ldmatrix) 0.075 / 0.130 / 0.192 / 0.346 / 0.680, so it
+// runs kernels of area <= kSmallArea (the crossover lies between k = 3 and 15; 64 is
+// interpolated, not measured).
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
   static constexpr int KK = 8, kRings = 1;
-  using Geo = Geom<8, 4, 2, 2>;
+  using Geo = Geom<8, 4, 2, 2, false, 2, true>;
+  using GeoSmall = Geom<4, 4, 2, 3, false, 1, true>;
+  static constexpr long long kSmallArea = 64;
   static constexpr AccKind acc = AccKind::f32;
 };
 template <> struct Cfg<Precision::fp64> {
@@ -98,7 +108,12 @@ template <> struct Cfg<Precision::fp64> {
 // fp32 at the store. Measured against 3xTF32 on the same H100 (4096², harness): fp64 DMMA took
 // 0.31 / 0.57 / 1.02 / 2.14 ms at k = 15 / 25 / 35 / 55 where 3xTF32 (three tf32 MMAs per band
 // chunk plus a Fast2Sum per big*big product to undo the MMA's truncating fp32 sums) took
-// 0.38 / 0.74 / 1.47 / 2.79, so 3xTF32 was dropped: DMMA is faster and more accurate.
+// 0.38 / 0.74 / 1.47 / 2.79, so 3xTF32 was dropped: DMMA is faster and more accurate. Round 4
+// re-measured a leaner 3xTF32 (CfgX3 below: split once as staged, ldmatrix, Fast2Sum per chain
+// of L big*big MMAs): 0.098-0.12 / 0.29-0.37 / 0.53-0.68 / 0.88-1.33 / 1.73-2.68 ms at k = 3 /
+// 15 / 25 / 35 / 55 over six geometries and chain lengths, against DMMA's 0.082 / 0.257 /
+// 0.498 / 0.967 / 1.951 — still slower; mma.sync tf32 ran ~3x DMMA's MMA rate, not the >3x
+// three products need. DMMA also reads fp32 by ldmatrix slower (0.281 vs 0.257 at k = 15).
 template <> struct Cfg<Precision::fp32> : Cfg<Precision::fp64> {
   using In = float; using S = float;
   using Geo = Geom<4, 4, 2, 2>;  // H100: 0.257 / 0.497 ms at k = 15 / 25 vs G = 2's 0.289 / 0.555
@@ -112,7 +127,10 @@ template <> struct Cfg<Precision::fp32> : Cfg<Precision::fp64> {
 // truncate, which biased long positive sums when big*big ran in one accumulator, so big*big
 // runs L chunks deep from zero and each such partial joins the sum by Fast2Sum (its rounding
 // error to the cross-term accumulator): the truncation bias then scales with the partial, not
-// the sum. Acc (the fallback's type) stays fp64.
+// the sum. Acc (the fallback's type) stays fp64. Measured (round 4, MAPE vs float64 on U[0, 1)
+// data): L = 1 3.1-3.8e-6 %, L = 2 4.3-6.1e-6 %, one chain per kernel row 6.6e-6 % at k = 15
+// up to 2.3e-5 % at k = 55 (past fp32's 1e-5 % goal). A tuning variant: no plan selects it
+// (slower than DMMA above); benchmarks/toeplitz_tune.cu times it.
 struct CfgX3 {
   using In = float; using S = float; using Coef = float2; using Acc = double;
   static constexpr int KK = 8, kRings = 2;
@@ -154,13 +172,6 @@ __device__ __forceinline__ void mma16_f32(float (&d)[4], const std::uint32_t (&a
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
   }
-}
-__device__ __forceinline__ void mma16_f16(std::uint32_t (&d)[2], const std::uint32_t (&a)[4],
-                                          uint2 b) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
-      "{%0,%1};\n"
-      : "+r"(d[0]), "+r"(d[1])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
 }
 // D = A B (tf32, the accumulator's input zero): a chain of big*big products starts here.
 __device__ __forceinline__ void mma_tf32_zero(float (&d)[4], const unsigned (&a)[4], uint2 b) {
@@ -421,11 +432,6 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
           const S* row0 = sm + static_cast<std::size_t>(s0) * a.ld + wcol + mcol;
           const S* row8 = sm + static_cast<std::size_t>(s8) * a.ld + wcol + mcol;
           if constexpr (KK == 16) {
-            std::uint32_t h[C::acc == AccKind::f16 ? G : 1][2];
-            if constexpr (C::acc == AccKind::f16) {
-#pragma unroll
-              for (int p = 0; p < G; ++p) h[p][0] = h[p][1] = 0u;
-            }
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
               std::uint32_t af[4];
@@ -434,17 +440,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
               for (int d = 0; d < DB; ++d) {
                 const int p = c - KS * d;
                 if (p < 0 || p >= G) continue;
-                const uint2 bf = make_uint2(bx[d], by[d]);
-                if constexpr (C::acc == AccKind::f16) mma16_f16(h[p], af, bf);
-                else mma16_f32<S>(acc[p], af, bf);
-              }
-            }
-            if constexpr (C::acc == AccKind::f16) {
-#pragma unroll
-              for (int p = 0; p < G; ++p) {
-                const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&h[p][0]));
-                const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&h[p][1]));
-                acc[p][0] += lo.x; acc[p][1] += lo.y; acc[p][2] += hi.x; acc[p][3] += hi.y;
+                mma16_f32<S>(acc[p], af, make_uint2(bx[d], by[d]));
               }
             }
           } else {
