@@ -30,6 +30,8 @@ SHAPES = [
     ((1, 64), (1, 64)),       # 1xN kernel as large as the image
     ((129, 257), (55, 55)),   # the largest benchmark kernel
     ((90, 530), (25, 9)),     # non-square kernel
+    ((70, 150), (8, 8)),      # tf32: the largest kernel area (64) of the small-kernel geometry
+    ((70, 150), (5, 13)),     # tf32: area 65, the main geometry
 ]
 
 pytestmark = pytest.mark.gpu
