@@ -132,9 +132,10 @@ void check_shapes(std::mt19937_64& rng, const char* tag = "default") {
 }
 
 template <Precision P, class Gm>
-void time_geo(const std::vector<double>& img, int n, std::mt19937_64& rng, const char* tag) {
+void time_geo(const std::vector<double>& img, int n, std::mt19937_64& rng, const char* tag,
+              std::vector<int> ks = {3, 15, 25, 35, 55}) {
   std::uniform_real_distribution<double> U(0, 1);
-  for (int k : {3, 15, 25, 35, 55}) {
+  for (int k : ks) {
     std::vector<double> ker(k * k);
     for (auto& x : ker) x = U(rng);
     float ms = 0;
@@ -189,12 +190,16 @@ static void round4(std::mt19937_64& rng, std::vector<double>& img, int n) {
   check_shapes<Precision::tf32, Geom<8, 2, 4, 2, false, 1, true>>(rng, "G8w4ldm");
 }
 
-// Not yet run: tf32 ideas for k = 15 (0.116 ms; goal 0.10), where staging and stores of each row
-// block are not hidden behind its MMAs (TC_FP_NOTES.md, round 4).
+// Round 5 (tf32 k = 15: 0.116 ms, goal 0.10), where staging and stores of each row block are not
+// hidden behind its MMAs (TC_FP_NOTES.md, round 4), and the GeoSmall / Geo crossover.
+using TfRE = Geom<8, 4, 2, 2, false, 1, true, 0, 0, true>;
 static void tf32_ideas(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
+  check_shapes<Precision::tf32, TfRE>(rng, "G8ldmRE");
+  std::fflush(stdout);
   for (auto& x : img) x = U(rng);
   time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default");
+  time_geo<Precision::tf32, TfRE>(img, n, rng, "G8ldmRE");
   time_geo<Precision::tf32, Geom<8, 4, 2, 2, false, 4, true>>(img, n, rng, "G8ldmu4");
   time_geo<Precision::tf32, Geom<8, 4, 2, 2, false, 2, true, 0, 0>>(img, n, rng, "G8ldmu2nopf");
   time_geo<Precision::tf32, Geom<8, 8, 1, 2, false, 2, true>>(img, n, rng, "G8x8x1ldmu2");
@@ -202,10 +207,14 @@ static void tf32_ideas(std::mt19937_64& rng, std::vector<double>& img, int n) {
   time_geo<Precision::tf32, Geom<4, 4, 2, 3, false, 2, true>>(img, n, rng, "G4m3ldmu2");
   g_budget = 72 * 1024;  // three CTAs of G = 8 per SM (no carried rows at k = 15)
   time_geo<Precision::tf32, Geom<8, 4, 2, 3, false, 2, true>>(img, n, rng, "G8m3ldmu2");
+  time_geo<Precision::tf32, Geom<8, 4, 2, 3, false, 1, true>>(img, n, rng, "G8m3ldm");
   g_budget = kSmemBudget;
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default", {5, 7, 9, 11, 13});
+  time_geo<Precision::tf32, TfSmall>(img, n, rng, "small", {5, 7, 9, 11, 13});
+  std::fflush(stdout);
   check_shapes<Precision::tf32, Geom<8, 4, 2, 2, false, 4, true>>(rng, "G8ldmu4");
-  check_shapes<Precision::tf32, Geom<8, 8, 1, 2, false, 2, true>>(rng, "G8x8x1ldmu2");
   check_shapes<Precision::tf32, Geom<16, 4, 2, 2, false, 1, true>>(rng, "G16ldm");
+  check_shapes<Precision::tf32, Geom<8, 8, 1, 2, false, 2, true>>(rng, "G8x8x1ldmu2");
 }
 
 int main(int argc, char** argv) {

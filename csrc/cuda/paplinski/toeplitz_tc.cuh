@@ -59,11 +59,13 @@ enum class AccKind { f32, f32x3, f64 };
 // m16n8k8 tf32 A layout) instead of four scalar shared loads.
 // X3 (fp32 only): 3xTF32 instead of DMMA, big*big MMAs chained X3 chunks deep (see CfgX3).
 // PF: the next kernel row's B fragments prefetched (1), not (0), or while they fit (-1).
+// RE (tf32 with LDM): kernel rows walked in classes r, r + 8, r + 16, ..: row u + 8's A
+// fragments are row u's upper half (image rows u + 8 + g) plus 8 new rows, loaded by ldmatrix.x2.
 template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1,
-          bool LDM_ = false, int X3_ = 0, int PF_ = -1>
+          bool LDM_ = false, int X3_ = 0, int PF_ = -1, bool RE_ = false>
 struct Geom {
   static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_, X3 = X3_, PF = PF_;
-  static constexpr bool PERM = PERM_, LDM = LDM_;
+  static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_;
   static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
@@ -179,6 +181,11 @@ __device__ __forceinline__ void mma_tf32_zero(float (&d)[4], const unsigned (&a)
       "{%8,%9}, {%10,%10,%10,%10};\n"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "f"(0.f));
+}
+__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"(s));
 }
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -351,6 +358,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   constexpr bool PERM = Gm::PERM && KK == 8;
   constexpr bool LDM = (Gm::LDM || X3) && KK == 8 && std::is_same_v<S, float>;
   constexpr int L3 = X3 ? Gm::X3 : 1;  // big*big chain length
+  constexpr bool RE = Gm::RE && LDM && C::acc == AccKind::f32;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   S* sm = reinterpret_cast<S*>(smem_raw);
   // Rows are counted from the CTA's first output row r0 (ring slot: row % R); row block t of
@@ -420,6 +428,44 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
         // The next row's fragments are prefetched only while they fit: with fp64 taps and 6-8
         // chunks the second set spilled (ptxas) at two CTAs per SM.
         constexpr bool kPrefetch = Gm::PF < 0 ? 2 * DB * sizeof(Coef) <= 64 : Gm::PF > 0;
+        if constexpr (RE) {
+          for (int r = 0; r < 8 && u0 + r < u1; ++r) {
+            std::uint32_t A[NC][4];
+#pragma unroll 1
+            for (int u = u0 + r; u < u1; u += 8) {
+              load_b(u, bx, by);
+              if (u == u0 + r) {  // rows u + g, u + 8 + g
+                const S* p0 = sm + static_cast<std::size_t>((rt + wrow + u + mrow0) % a.R) * a.ld +
+                              wcol + mcol;
+#pragma unroll
+                for (int c = 0; c < NC; ++c) ldmatrix_x4(A[c], p0 + 8 * c);
+              } else {  // rows u + g were row u - 8's upper half; rows u + 8 + g are new
+                const S* p8 = sm +
+                              static_cast<std::size_t>((rt + wrow + u + 8 + (lane & 7)) % a.R) *
+                                  a.ld +
+                              wcol + 4 * ((lane >> 3) & 1);
+#pragma unroll
+                for (int c = 0; c < NC; ++c) {
+                  std::uint32_t t2[2];
+                  ldmatrix_x2(t2, p8 + 8 * c);
+                  A[c][0] = A[c][1];
+                  A[c][2] = A[c][3];
+                  A[c][1] = t2[0];
+                  A[c][3] = t2[1];
+                }
+              }
+#pragma unroll
+              for (int c = 0; c < NC; ++c)
+#pragma unroll
+                for (int d = 0; d < DB; ++d) {
+                  const int p = c - d;
+                  if (p < 0 || p >= G) continue;
+                  BandTf32::mma(acc[p], A[c],
+                                make_uint2(__float_as_uint(bx[d]), __float_as_uint(by[d])));
+                }
+            }
+          }
+        } else {
         if (kPrefetch) load_b(u0, bx, by);
         int s0 = (rt + wrow + u0 + mrow0) % a.R;  // ring slot of this lane's row, walked below
 #pragma unroll Gm::UNR
@@ -520,6 +566,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
           }
           if (++s0 == a.R) s0 = 0;
         }
+        }  // RE
       }
       cp_async_wait_all();
       if (shi > slo) round_rows<P, Gm, CW>(a, sm, slo, shi);
