@@ -190,26 +190,29 @@ static void round4(std::mt19937_64& rng, std::vector<double>& img, int n) {
   check_shapes<Precision::tf32, Geom<8, 2, 4, 2, false, 1, true>>(rng, "G8w4ldm");
 }
 
-// Round 5 (tf32 k = 15: 0.116 ms, goal 0.10), where staging and stores of each row block are not
-// hidden behind its MMAs (TC_FP_NOTES.md, round 4), and the GeoSmall / Geo crossover.
+// Round 5 (results/toeplitz_tune_round5_h100.txt; tf32 k = 15: 0.116 ms, goal 0.10), where
+// staging and stores of each row block are not hidden behind its MMAs (TC_FP_NOTES.md, round 4),
+// and the GeoSmall / Geo crossover. "default" is round 4's Geo (B prefetch on).
 using TfRE = Geom<8, 4, 2, 2, false, 1, true, 0, 0, true>;
 static void tf32_ideas(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
   check_shapes<Precision::tf32, TfRE>(rng, "G8ldmRE");
   std::fflush(stdout);
   for (auto& x : img) x = U(rng);
-  time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default");
+  using R4 = Geom<8, 4, 2, 2, false, 2, true>;
+  time_geo<Precision::tf32, R4>(img, n, rng, "default");
   time_geo<Precision::tf32, TfRE>(img, n, rng, "G8ldmRE");
   time_geo<Precision::tf32, Geom<8, 4, 2, 2, false, 4, true>>(img, n, rng, "G8ldmu4");
   time_geo<Precision::tf32, Geom<8, 4, 2, 2, false, 2, true, 0, 0>>(img, n, rng, "G8ldmu2nopf");
   time_geo<Precision::tf32, Geom<8, 8, 1, 2, false, 2, true>>(img, n, rng, "G8x8x1ldmu2");
   time_geo<Precision::tf32, Geom<16, 4, 2, 2, false, 1, true>>(img, n, rng, "G16ldm");
   time_geo<Precision::tf32, Geom<4, 4, 2, 3, false, 2, true>>(img, n, rng, "G4m3ldmu2");
-  g_budget = 72 * 1024;  // three CTAs of G = 8 per SM (no carried rows at k = 15)
+  g_budget = 72 * 1024;  // three CTAs of G = 8 per SM (no carried rows at k = 15; now prepare's
+                         // own rule for MINB = 3)
   time_geo<Precision::tf32, Geom<8, 4, 2, 3, false, 2, true>>(img, n, rng, "G8m3ldmu2");
   time_geo<Precision::tf32, Geom<8, 4, 2, 3, false, 1, true>>(img, n, rng, "G8m3ldm");
   g_budget = kSmemBudget;
-  time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default", {5, 7, 9, 11, 13});
+  time_geo<Precision::tf32, R4>(img, n, rng, "default", {5, 7, 9, 11, 13});
   time_geo<Precision::tf32, TfSmall>(img, n, rng, "small", {5, 7, 9, 11, 13});
   std::fflush(stdout);
   check_shapes<Precision::tf32, Geom<8, 4, 2, 2, false, 4, true>>(rng, "G8ldmu4");
@@ -237,6 +240,7 @@ int main(int argc, char** argv) {
     check_shapes<Precision::bf16>(rng);
     check_shapes<Precision::tf32>(rng);
     check_shapes<Precision::tf32, TfSmall>(rng, "small");
+    check_shapes<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(rng, "mid");
     check_shapes<Precision::fp32>(rng);
     check_shapes<Precision::fp64>(rng);
   }
@@ -254,6 +258,7 @@ int main(int argc, char** argv) {
   time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "default");
   time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "default");
   time_geo<Precision::tf32, TfSmall>(img, n, rng, "small");
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid");
   time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "default");
   time_geo<Precision::fp64, Cfg<Precision::fp64>::Geo>(img, n, rng, "default");
   return 0;

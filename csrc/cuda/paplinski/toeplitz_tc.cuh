@@ -85,18 +85,23 @@ template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
   using In = float; using S = __nv_bfloat16;
 };
 // tf32 rounds the image once, as it is staged (round_rows); the fragments are then ldmatrix
-// loads. Geometry per kernel size (H100, 4096², harness round 4, kernel ms at k = 3 / 15 / 25 /
-// 35 / 55): Geo (G = 8, ldmatrix, rows unrolled by 2) 0.098 / 0.116 / 0.160 / 0.288 / 0.536
-// against round 3's default (G = 8, scalar loads) 0.098 / 0.135 / 0.191 / 0.334 / 0.630;
-// GeoSmall (G = 4, three CTAs per SM, ldmatrix) 0.075 / 0.130 / 0.192 / 0.346 / 0.680, so it
-// runs kernels of area <= kSmallArea (the crossover lies between k = 3 and 15; 64 is
-// interpolated, not measured).
+// loads. Geometry per kernel area (H100, 4096², harness rounds 4 and 5, kernel ms at k = 3 / 15
+// / 25 / 35 / 55; round 3's default, G = 8 with scalar loads: 0.098 / 0.135 / 0.191 / 0.334 /
+// 0.630):
+//  - GeoSmall (G = 4, three CTAs per SM) up to kSmallArea: 0.075 / 0.130 / 0.192 / 0.346 / 0.680;
+//    against G = 8 at k = 5 / 7 / 9 / 11 / 13: 0.077 / 0.087 / 0.084 / 0.113 / 0.117 vs 0.082 /
+//    0.099 / 0.072 / 0.103 / 0.101 (the crossover between k = 7 and 9);
+//  - GeoMid (G = 8, three CTAs per SM in 72 KB each, so no carried rows at k = 15, rows
+//    unrolled by 2) up to kMidArea: 0.103 / 0.110 / 0.155 / 0.299 / 0.568;
+//  - Geo (G = 8, two CTAs per SM, rows unrolled by 2, no B prefetch) above: 0.100 / 0.119 /
+//    0.158 / 0.279 / 0.517 (with B prefetch: 0.100 / 0.119 / 0.161 / 0.294 / 0.544).
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
   static constexpr int KK = 8, kRings = 1;
-  using Geo = Geom<8, 4, 2, 2, false, 2, true>;
+  using Geo = Geom<8, 4, 2, 2, false, 2, true, 0, 0>;
+  using GeoMid = Geom<8, 4, 2, 3, false, 2, true>;
   using GeoSmall = Geom<4, 4, 2, 3, false, 1, true>;
-  static constexpr long long kSmallArea = 64;
+  static constexpr long long kSmallArea = 64, kMidArea = 625;
   static constexpr AccKind acc = AccKind::f32;
 };
 template <> struct Cfg<Precision::fp64> {
@@ -627,6 +632,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
 
 // ---- host side, shared by the plan and benchmarks/toeplitz_tune.cu ---------------------------
 constexpr std::size_t kSmemBudget = 96 * 1024;  // per CTA: two CTAs per SM
+constexpr std::size_t kSmemBudget3 = 72 * 1024;  // three (Geom MINB = 3)
 
 template <class T> std::uint16_t bits16(T h) {
   std::uint16_t b;
@@ -658,6 +664,7 @@ template <Precision P, class Gm>
 Setup<P, Gm> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSmemBudget) {
   using C = CfgOf<P, Gm>;
   using S = typename C::S;
+  if (Gm::MINB >= 3) budget = std::min(budget, kSmemBudget3);
   Setup<P, Gm> st;
   const int nd = (kw + 7 + C::KK - 1) / C::KK;  // band chunks a group of 8 outputs meets
   st.db = nd <= 4 ? nd : nd <= 6 ? 6 : 8;
