@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tfp round 2 (run by the lead's combined call): toeplitz_tc tf32 variants for k = 15 and the
+# toeplitz_tc harness round 5 (run by the lead's combined call as round2.sh from the tree root): toeplitz_tc tf32 variants for k = 15 and the
 # small/main geometry crossover; harness prebuilt here (tunebin/toeplitz_tune, --tf32 mode).
 mkdir -p "$OUT/tfp"
 nvidia-smi --query-gpu=name --format=csv,noheader > "$OUT/tfp/tune_tf32.txt" 2>&1
