@@ -30,6 +30,10 @@ SHAPES = [
     ((1, 64), (1, 64)),       # 1xN kernel as large as the image
     ((129, 257), (55, 55)),   # the largest benchmark kernel
     ((90, 530), (25, 9)),     # non-square kernel
+    ((70, 150), (8, 8)),      # tf32: the largest kernel area (64) of the small-kernel geometry
+    ((70, 150), (5, 13)),     # tf32: area 65, the mid geometry (three CTAs of G = 8 per SM)
+    ((90, 150), (25, 25)),    # tf32: area 625, the mid geometry's largest
+    ((90, 400), (2, 313)),    # tf32: area 626, the main geometry
 ]
 
 pytestmark = pytest.mark.gpu
@@ -74,7 +78,7 @@ def test_strided_and_convolve(precision):
 
 
 # NaN / +-inf at corners, edges and inside; a finite value whose tf32 rounding would overflow.
-@pytest.mark.parametrize("kshape", [(3, 3), (15, 15), (7, 70), (40, 5)])
+@pytest.mark.parametrize("kshape", [(3, 3), (15, 15), (7, 70), (40, 5), (30, 30)])
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_nonfinite_stay_local(precision, kshape):
     require_available(METHOD)

@@ -10,10 +10,8 @@ namespace cuda {
 namespace tz {
 namespace {
 
-template <Precision P>
+template <Precision P, class Gm>
 class ToeplitzPlan final : public CudaPlan {
-  using Gm = typename Cfg<P>::Geo;
-
  public:
   explicit ToeplitzPlan(const PlanRequest& r)
       : CudaPlan(r), st_(prepare<P, Gm>(r.kernel, static_cast<int>(r.kh), static_cast<int>(r.kw))) {
@@ -40,7 +38,7 @@ class ToeplitzPlan final : public CudaPlan {
   }
 
  private:
-  Setup<P> st_;
+  Setup<P, Gm> st_;
   DeviceBuffer band_, kd_;
 };
 
@@ -51,7 +49,16 @@ class ToeplitzPlan final : public CudaPlan {
 std::unique_ptr<Plan> make_toeplitz_tc_plan(const PlanRequest& r) {
   cuda::check_int_extent(r);
   return cuda::with_precision(r.precision, [&](auto tag) -> std::unique_ptr<Plan> {
-    return std::make_unique<cuda::tz::ToeplitzPlan<decltype(tag)::value>>(r);
+    constexpr Precision P = decltype(tag)::value;
+    using C = cuda::tz::Cfg<P>;
+    if constexpr (P == Precision::tf32) {  // geometry by kernel area (measured: Cfg<tf32>)
+      const long long area = static_cast<long long>(r.kh) * static_cast<long long>(r.kw);
+      if (area <= C::kSmallArea)
+        return std::make_unique<cuda::tz::ToeplitzPlan<P, typename C::GeoSmall>>(r);
+      if (area <= C::kMidArea)
+        return std::make_unique<cuda::tz::ToeplitzPlan<P, typename C::GeoMid>>(r);
+    }
+    return std::make_unique<cuda::tz::ToeplitzPlan<P, typename C::Geo>>(r);
   });
 }
 

@@ -16,9 +16,10 @@
 // holds the whole kernel, a CTA walks several row blocks down its column strip and the next
 // block's new rows are copied during this one (no load-then-compute bubble per CTA). Kernels
 // wider than 8 KK are walked in column blocks of DB chunks (accumulators stay in registers).
-// Precisions: fp16 (m16n8k16, half accumulator per kernel row, rows summed in fp32), fp16fp32
-// and bf16 (m16n8k16, fp32 accumulator), tf32 (m16n8k8), fp32 and fp64 on DMMA (m16n8k8 f64,
-// sm_90; fp32 data widened to fp64 as read: exact products, fp64 sums, one rounding at the end).
+// Precisions: fp16, fp16fp32 and bf16 (m16n8k16, fp32 accumulator: fp16 too, since half
+// accumulators measured slower on the H100, issue #17 item 6), tf32 (m16n8k8), fp32 and fp64 on
+// DMMA (m16n8k8 f64, sm_90; fp32 data widened to fp64 as read: exact products, fp64 sums, one
+// rounding at the end).
 // NaN/inf: the band's zero taps times inf give NaN where the direct sum has none, so a warp
 // whose accumulators end non-finite recomputes its outputs by direct FMAs from global memory
 // (a non-finite datum anywhere in a warp's tiles makes its MMA results non-finite, so a finite
@@ -42,7 +43,7 @@ namespace tc {
 namespace cuda {
 namespace tz {
 
-enum class AccKind { f16, f32, f64 };
+enum class AccKind { f32, f32x3, f64 };
 
 // Per precision: image storage In, staged type S, band-table entry Coef, MMA k (KK),
 // accumulation, and the default geometry Geo: output groups of 8 columns per warp (G), warps per
@@ -53,36 +54,59 @@ enum class AccKind { f16, f32, f64 };
 // the two B taps of a lane adjacent in the band table.
 // UNR: kernel rows unrolled per loop trip (the compiler may then overlap one row's fragment
 // loads with the other's MMAs).
-template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1> struct Geom {
-  static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_;
-  static constexpr bool PERM = PERM_;
+// LDM (fp32-staged images, k = 8 MMAs): the four A values of a lane by one ldmatrix.x4 (the
+// m8n8.b16 layout puts the 32-bit word (g, q) of an 8 x 4-float block in lane 4g + q, the
+// m16n8k8 tf32 A layout) instead of four scalar shared loads.
+// X3 (fp32 only): 3xTF32 instead of DMMA, big*big MMAs chained X3 chunks deep (see CfgX3).
+// PF: the next kernel row's B fragments prefetched (1), not (0), or while they fit (-1).
+// RE (tf32 with LDM): kernel rows walked in classes r, r + 8, r + 16, ..: row u + 8's A
+// fragments are row u's upper half (image rows u + 8 + g) plus 8 new rows, loaded by ldmatrix.x2.
+template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1,
+          bool LDM_ = false, int X3_ = 0, int PF_ = -1, bool RE_ = false>
+struct Geom {
+  static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_, X3 = X3_, PF = PF_;
+  static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_;
   static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
 template <Precision P> struct Cfg;
+// fp16 accumulates in fp32 as fp16fp32 does (the same kernel): a half accumulator per kernel
+// row, summed into fp32 per row, took 0.074 / 0.102 / 0.135 / 0.203 / 0.341 ms at k = 3 / 15 /
+// 25 / 35 / 55 against fp32's 0.072 / 0.090 / 0.115 / 0.181 / 0.318 (H100, 4096², harness
+// round 4), so it was dropped: fp32 sums are faster here and more accurate.
 template <> struct Cfg<Precision::fp16> {
   using In = __half; using S = __half; using Coef = std::uint32_t; using Acc = float;
-  static constexpr int KK = 16;
+  static constexpr int KK = 16, kRings = 1;
   using Geo = Geom<8, 4, 2, 2>;
-  static constexpr AccKind acc = AccKind::f16;
-};
-template <> struct Cfg<Precision::fp16fp32> : Cfg<Precision::fp16> {
   static constexpr AccKind acc = AccKind::f32;
 };
+template <> struct Cfg<Precision::fp16fp32> : Cfg<Precision::fp16> {};
 template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
   using In = float; using S = __nv_bfloat16;
 };
-// tf32 rounds the image once, as it is staged (round_rows); the fragments are then plain
-// shared-memory loads.
+// tf32 rounds the image once, as it is staged (round_rows); the fragments are then ldmatrix
+// loads. Geometry per kernel area (H100, 4096², harness rounds 4 and 5, kernel ms at k = 3 / 15
+// / 25 / 35 / 55; round 3's default, G = 8 with scalar loads: 0.098 / 0.135 / 0.191 / 0.334 /
+// 0.630):
+//  - GeoSmall (G = 4, three CTAs per SM) up to kSmallArea: 0.075 / 0.130 / 0.192 / 0.346 / 0.680;
+//    against G = 8 at k = 5 / 7 / 9 / 11 / 13: 0.077 / 0.087 / 0.084 / 0.113 / 0.117 vs 0.082 /
+//    0.099 / 0.072 / 0.103 / 0.101 (the crossover between k = 7 and 9);
+//  - GeoMid (G = 8, three CTAs per SM in 72 KB each, so no carried rows at k = 15, rows
+//    unrolled by 2) up to kMidArea: 0.103 / 0.110 / 0.155 / 0.299 / 0.568;
+//  - Geo (G = 8, two CTAs per SM, rows unrolled by 2, no B prefetch) above: 0.100 / 0.119 /
+//    0.158 / 0.279 / 0.517 (with B prefetch: 0.100 / 0.119 / 0.161 / 0.294 / 0.544).
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
-  static constexpr int KK = 8;
-  using Geo = Geom<8, 4, 2, 2>;
+  static constexpr int KK = 8, kRings = 1;
+  using Geo = Geom<8, 4, 2, 2, false, 2, true, 0, 0>;
+  using GeoMid = Geom<8, 4, 2, 3, false, 2, true>;
+  using GeoSmall = Geom<4, 4, 2, 3, false, 1, true>;
+  static constexpr long long kSmallArea = 64, kMidArea = 625;
   static constexpr AccKind acc = AccKind::f32;
 };
 template <> struct Cfg<Precision::fp64> {
   using In = double; using S = double; using Coef = double; using Acc = double;
-  static constexpr int KK = 8;
+  static constexpr int KK = 8, kRings = 1;
   using Geo = Geom<2, 4, 2, 2>;  // H100: G = 2 beat G = 4, 8 (one CTA per SM) at k <= 35
   static constexpr AccKind acc = AccKind::f64;
 };
@@ -91,11 +115,36 @@ template <> struct Cfg<Precision::fp64> {
 // fp32 at the store. Measured against 3xTF32 on the same H100 (4096², harness): fp64 DMMA took
 // 0.31 / 0.57 / 1.02 / 2.14 ms at k = 15 / 25 / 35 / 55 where 3xTF32 (three tf32 MMAs per band
 // chunk plus a Fast2Sum per big*big product to undo the MMA's truncating fp32 sums) took
-// 0.38 / 0.74 / 1.47 / 2.79, so 3xTF32 was dropped: DMMA is faster and more accurate.
+// 0.38 / 0.74 / 1.47 / 2.79, so 3xTF32 was dropped: DMMA is faster and more accurate. Round 4
+// re-measured a leaner 3xTF32 (CfgX3 below: split once as staged, ldmatrix, Fast2Sum per chain
+// of L big*big MMAs): 0.098-0.12 / 0.29-0.37 / 0.53-0.68 / 0.88-1.33 / 1.73-2.68 ms at k = 3 /
+// 15 / 25 / 35 / 55 over six geometries and chain lengths, against DMMA's 0.082 / 0.257 /
+// 0.498 / 0.967 / 1.951 — still slower; mma.sync tf32 ran ~3x DMMA's MMA rate, not the >3x
+// three products need. DMMA also reads fp32 by ldmatrix slower (0.281 vs 0.257 at k = 15).
 template <> struct Cfg<Precision::fp32> : Cfg<Precision::fp64> {
   using In = float; using S = float;
   using Geo = Geom<4, 4, 2, 2>;  // H100: 0.257 / 0.497 ms at k = 15 / 25 vs G = 2's 0.289 / 0.555
 };
+
+// fp32 by 3xTF32 (Geom X3 = L > 0): x = hi + lo with hi = tf32(x), lo = tf32(x - hi) (the
+// image split once as staged: hi in the ring, lo in a second ring; the kernel's split in the
+// band table, (hi, lo) per tap), out = hi*hi + (hi*lo + lo*hi) (lo*lo, ~2^-24 of a product, and
+// the 2 bits lo loses to tf32 are below fp32's rounding). The cross terms share one fp32
+// accumulator (their truncation errors are ~2^-11 of the result's). The MMA's fp32 sums
+// truncate, which biased long positive sums when big*big ran in one accumulator, so big*big
+// runs L chunks deep from zero and each such partial joins the sum by Fast2Sum (its rounding
+// error to the cross-term accumulator): the truncation bias then scales with the partial, not
+// the sum. Acc (the fallback's type) stays fp64. Measured (round 4, MAPE vs float64 on U[0, 1)
+// data): L = 1 3.1-3.8e-6 %, L = 2 4.3-6.1e-6 %, one chain per kernel row 6.6e-6 % at k = 15
+// up to 2.3e-5 % at k = 55 (past fp32's 1e-5 % goal). A tuning variant: no plan selects it
+// (slower than DMMA above); benchmarks/toeplitz_tune.cu times it.
+struct CfgX3 {
+  using In = float; using S = float; using Coef = float2; using Acc = double;
+  static constexpr int KK = 8, kRings = 2;
+  static constexpr AccKind acc = AccKind::f32x3;
+};
+template <Precision P, class Gm>
+using CfgOf = std::conditional_t<P == Precision::fp32 && (Gm::X3 > 0), CfgX3, Cfg<P>>;
 
 constexpr int kWarps = 8;
 
@@ -131,12 +180,17 @@ __device__ __forceinline__ void mma16_f32(float (&d)[4], const std::uint32_t (&a
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
   }
 }
-__device__ __forceinline__ void mma16_f16(std::uint32_t (&d)[2], const std::uint32_t (&a)[4],
-                                          uint2 b) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
-      "{%0,%1};\n"
-      : "+r"(d[0]), "+r"(d[1])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
+// D = A B (tf32, the accumulator's input zero): a chain of big*big products starts here.
+__device__ __forceinline__ void mma_tf32_zero(float (&d)[4], const unsigned (&a)[4], uint2 b) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%10,%10,%10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "f"(0.f));
+}
+__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1]) : "r"(s));
 }
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -173,11 +227,22 @@ template <class S, class In> __device__ __forceinline__ S stage_cast(In x) {
 
 // Rows [lo, hi) of the CTA's image window (relative to r0), columns cs.. (CW of them, rounded
 // up to 16 bytes), into ring slots row % R. Rows and columns past the image are zero.
-template <Precision P, int CW>
-__device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm, int r0, int cs,
-                                           int lo, int hi) {
-  using S = typename Cfg<P>::S;
-  using In = typename Cfg<P>::In;
+// 3xTF32: x = hi + lo, both tf32 (cvt.rna: NaN stays NaN, inf gives lo = NaN: the fallback).
+__device__ __forceinline__ void split_tf32(float x, float& hi, float& lo) {
+  hi = round_to_tf32(x);
+  lo = round_to_tf32(x - hi);
+}
+
+// Staged fp32 rounded after the copy: tf32, and 3xTF32's split (hi in place, lo in ring 2).
+template <Precision P, class Gm>
+constexpr bool kRoundStaged =
+    P == Precision::tf32 || CfgOf<P, Gm>::acc == AccKind::f32x3;
+
+template <Precision P, class Gm, int CW>
+__device__ __forceinline__ void stage_rows(const Args& a, typename CfgOf<P, Gm>::S* sm, int r0,
+                                           int cs, int lo, int hi) {
+  using S = typename CfgOf<P, Gm>::S;
+  using In = typename CfgOf<P, Gm>::In;
   constexpr int E = 16 / sizeof(S);
   constexpr int nch = (CW + E - 1) / E;
   const In* img = static_cast<const In*>(a.in);
@@ -187,7 +252,7 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
     const int gr = r0 + lo + rr, gc = cs + ch * E;
     const int slot = slot0 + rr >= a.R ? slot0 + rr - a.R : slot0 + rr;
     S* dst = sm + static_cast<std::size_t>(slot) * a.ld + ch * E;
-    if constexpr (P == Precision::tf32) {
+    if constexpr (kRoundStaged<P, Gm>) {
       if (a.vec_ok) {  // raw fp32 by cp.async; round_rows rounds it after the wait
         int bytes = gr < a.ih ? (a.iw - gc) * 4 : 0;
         bytes = bytes < 0 ? 0 : (bytes > 16 ? 16 : bytes);
@@ -205,8 +270,17 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
         for (int e = 0; e < 4; ++e) v[e] = gc + e < a.iw ? src[e] : 0.f;
       }
       // cvt.rna: NaN stays NaN (bit arithmetic would not)
-      *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(v[0]), round_to_tf32(v[1]),
-                                                    round_to_tf32(v[2]), round_to_tf32(v[3]));
+      if constexpr (CfgOf<P, Gm>::acc == AccKind::f32x3) {
+        float h[4], l[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) split_tf32(v[e], h[e], l[e]);
+        *reinterpret_cast<float4*>(dst) = make_float4(h[0], h[1], h[2], h[3]);
+        *reinterpret_cast<float4*>(dst + static_cast<std::size_t>(a.R) * a.ld) =
+            make_float4(l[0], l[1], l[2], l[3]);
+      } else {
+        *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(v[0]), round_to_tf32(v[1]),
+                                                      round_to_tf32(v[2]), round_to_tf32(v[3]));
+      }
       continue;
     }
     if constexpr (std::is_same_v<S, In>) {
@@ -231,9 +305,10 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename Cfg<P>::S* sm
 // itself in stage_rows (same loop, so no barrier is needed between the copy and this pass). Once
 // per element, and the copies stay asynchronous (staging through registers stalled the CTA's
 // warps on global latency: 0.115 -> 0.096 ms at k = 3, 0.152 -> 0.136 at k = 15, H100).
-template <Precision P, int CW>
-__device__ __forceinline__ void round_rows(const Args& a, typename Cfg<P>::S* sm, int lo, int hi) {
-  if constexpr (P == Precision::tf32) {
+template <Precision P, class Gm, int CW>
+__device__ __forceinline__ void round_rows(const Args& a, typename CfgOf<P, Gm>::S* sm, int lo,
+                                           int hi) {
+  if constexpr (kRoundStaged<P, Gm>) {
     if (!a.vec_ok) return;  // rounded as staged
     constexpr int nch = (CW + 3) / 4;
     const int slot0 = lo % a.R;
@@ -242,8 +317,18 @@ __device__ __forceinline__ void round_rows(const Args& a, typename Cfg<P>::S* sm
       if (slot >= a.R) slot -= a.R;  // hi - lo <= R: one wrap at most
       float* dst = sm + static_cast<std::size_t>(slot) * a.ld + (i % nch) * 4;
       const float4 f = *reinterpret_cast<const float4*>(dst);
-      *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(f.x), round_to_tf32(f.y),
-                                                    round_to_tf32(f.z), round_to_tf32(f.w));
+      if constexpr (CfgOf<P, Gm>::acc == AccKind::f32x3) {
+        float4 h, l;
+        split_tf32(f.x, h.x, l.x);
+        split_tf32(f.y, h.y, l.y);
+        split_tf32(f.z, h.z, l.z);
+        split_tf32(f.w, h.w, l.w);
+        *reinterpret_cast<float4*>(dst) = h;
+        *reinterpret_cast<float4*>(dst + static_cast<std::size_t>(a.R) * a.ld) = l;
+      } else {
+        *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(f.x), round_to_tf32(f.y),
+                                                      round_to_tf32(f.z), round_to_tf32(f.w));
+      }
     }
   }
 }
@@ -265,15 +350,20 @@ __device__ __forceinline__ void store_pair(double* o, double a, double b) {
 
 template <Precision P, class Gm, int DB>
 __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a) {
-  using C = Cfg<P>;
+  using C = CfgOf<P, Gm>;
   using S = typename C::S;
   using Coef = typename C::Coef;
   using Acc = typename C::Acc;
+  constexpr bool X3 = C::acc == AccKind::f32x3;
+  using AccR = std::conditional_t<X3, float, Acc>;  // the accumulators' type
   constexpr int KK = C::KK, G = Gm::G, TH = Gm::TH, TW = Gm::TW;
   constexpr int KS = KK / 8;               // chunk step in 8-column tiles
   constexpr int NC = G + KS * (DB - 1);    // A tiles a warp reads per kernel row
   constexpr int CW = TW - 8 + KK * DB;     // staged columns per block
   constexpr bool PERM = Gm::PERM && KK == 8;
+  constexpr bool LDM = (Gm::LDM || X3) && KK == 8 && std::is_same_v<S, float>;
+  constexpr int L3 = X3 ? Gm::X3 : 1;  // big*big chain length
+  constexpr bool RE = Gm::RE && LDM && C::acc == AccKind::f32;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   S* sm = reinterpret_cast<S*>(smem_raw);
   // Rows are counted from the CTA's first output row r0 (ring slot: row % R); row block t of
@@ -285,26 +375,32 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   const int nrows = TH + a.kh - 1;  // window rows of a row block (past ih: zeros)
   // Lane row offsets inside an A tile (ldmatrix: lane -> row (lane & 7) + 8 ((lane >> 3) & 1),
   // column 8 (lane >> 4); scalar loads: rows g and g + 8, columns q and q + 4).
-  const int mrow0 = KK == 16 ? (lane & 7) + (lane & 8) : g;
-  const int mcol = KK == 16 ? 8 * (lane >> 4) : PERM ? 2 * q : q;
+  const int mrow0 = KK == 16 || LDM ? (lane & 7) + (lane & 8) : g;
+  const int mcol = KK == 16 ? 8 * (lane >> 4) : LDM ? 4 * (lane >> 4) : PERM ? 2 * q : q;
+  const std::size_t ring2 = static_cast<std::size_t>(a.R) * a.ld;  // 3xTF32: the lo ring
 
   for (int t = 0; t < a.nph; ++t) {
   const int rt = t * TH;
   if (r0 + rt >= a.oh) break;  // CTA-uniform
   const bool active = r0 + rt + wrow < a.oh && c0 + wcol < a.ow;  // warp-uniform
 
-  Acc acc[G][4];
+  AccR acc[G][4];
+  float acc2[X3 ? G : 1][4];  // 3xTF32: cross terms and the big sums' rounding errors
 #pragma unroll
   for (int p = 0; p < G; ++p)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[p][e] = 0;
+#pragma unroll
+  for (int p = 0; p < (X3 ? G : 1); ++p)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc2[p][e] = 0.f;
 
   for (int blk = 0; blk < a.nblk; ++blk) {
     const int cs = c0 + KK * DB * blk;
     if (t == 0 || !a.carry) {  // carried: copied during the previous row block
-      stage_rows<P, CW>(a, sm, r0, cs, rt, rt + min(nrows, TH + a.S - 1));
+      stage_rows<P, Gm, CW>(a, sm, r0, cs, rt, rt + min(nrows, TH + a.S - 1));
       cp_async_wait_all();
-      round_rows<P, CW>(a, sm, rt, rt + min(nrows, TH + a.S - 1));
+      round_rows<P, Gm, CW>(a, sm, rt, rt + min(nrows, TH + a.S - 1));
       __syncthreads();
     }
     for (int u0 = 0; u0 < a.kh; u0 += a.S) {
@@ -316,7 +412,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
         slo = rt + nrows;
         shi = rt + TH + nrows;
       }
-      if (shi > slo) stage_rows<P, CW>(a, sm, r0, cs, slo, shi);
+      if (shi > slo) stage_rows<P, Gm, CW>(a, sm, r0, cs, slo, shi);
       if (active) {
         const int u1 = min(u0 + a.S, a.kh);
         // B_d fragments of kernel row u: lane (g, q) holds column n = g, rows k = kq and
@@ -336,7 +432,45 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
         };
         // The next row's fragments are prefetched only while they fit: with fp64 taps and 6-8
         // chunks the second set spilled (ptxas) at two CTAs per SM.
-        constexpr bool kPrefetch = 2 * DB * sizeof(Coef) <= 64;
+        constexpr bool kPrefetch = Gm::PF < 0 ? 2 * DB * sizeof(Coef) <= 64 : Gm::PF > 0;
+        if constexpr (RE) {
+          for (int r = 0; r < 8 && u0 + r < u1; ++r) {
+            std::uint32_t A[NC][4];
+#pragma unroll 1
+            for (int u = u0 + r; u < u1; u += 8) {
+              load_b(u, bx, by);
+              if (u == u0 + r) {  // rows u + g, u + 8 + g
+                const S* p0 = sm + static_cast<std::size_t>((rt + wrow + u + mrow0) % a.R) * a.ld +
+                              wcol + mcol;
+#pragma unroll
+                for (int c = 0; c < NC; ++c) ldmatrix_x4(A[c], p0 + 8 * c);
+              } else {  // rows u + g were row u - 8's upper half; rows u + 8 + g are new
+                const S* p8 = sm +
+                              static_cast<std::size_t>((rt + wrow + u + 8 + (lane & 7)) % a.R) *
+                                  a.ld +
+                              wcol + 4 * ((lane >> 3) & 1);
+#pragma unroll
+                for (int c = 0; c < NC; ++c) {
+                  std::uint32_t t2[2];
+                  ldmatrix_x2(t2, p8 + 8 * c);
+                  A[c][0] = A[c][1];
+                  A[c][2] = A[c][3];
+                  A[c][1] = t2[0];
+                  A[c][3] = t2[1];
+                }
+              }
+#pragma unroll
+              for (int c = 0; c < NC; ++c)
+#pragma unroll
+                for (int d = 0; d < DB; ++d) {
+                  const int p = c - d;
+                  if (p < 0 || p >= G) continue;
+                  BandTf32::mma(acc[p], A[c],
+                                make_uint2(__float_as_uint(bx[d]), __float_as_uint(by[d])));
+                }
+            }
+          }
+        } else {
         if (kPrefetch) load_b(u0, bx, by);
         int s0 = (rt + wrow + u0 + mrow0) % a.R;  // ring slot of this lane's row, walked below
 #pragma unroll Gm::UNR
@@ -349,11 +483,6 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
           const S* row0 = sm + static_cast<std::size_t>(s0) * a.ld + wcol + mcol;
           const S* row8 = sm + static_cast<std::size_t>(s8) * a.ld + wcol + mcol;
           if constexpr (KK == 16) {
-            std::uint32_t h[C::acc == AccKind::f16 ? G : 1][2];
-            if constexpr (C::acc == AccKind::f16) {
-#pragma unroll
-              for (int p = 0; p < G; ++p) h[p][0] = h[p][1] = 0u;
-            }
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
               std::uint32_t af[4];
@@ -362,26 +491,22 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
               for (int d = 0; d < DB; ++d) {
                 const int p = c - KS * d;
                 if (p < 0 || p >= G) continue;
-                const uint2 bf = make_uint2(bx[d], by[d]);
-                if constexpr (C::acc == AccKind::f16) mma16_f16(h[p], af, bf);
-                else mma16_f32<S>(acc[p], af, bf);
-              }
-            }
-            if constexpr (C::acc == AccKind::f16) {
-#pragma unroll
-              for (int p = 0; p < G; ++p) {
-                const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&h[p][0]));
-                const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&h[p][1]));
-                acc[p][0] += lo.x; acc[p][1] += lo.y; acc[p][2] += hi.x; acc[p][3] += hi.y;
+                mma16_f32<S>(acc[p], af, make_uint2(bx[d], by[d]));
               }
             }
           } else {
             const Coef* b0 = bx;
             const Coef* b1 = by;
+            float tb[X3 ? G : 1][4];  // 3xTF32: big*big partials, L3 chunks deep
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
               S x[4];
-              if constexpr (PERM) {
+              if constexpr (LDM) {
+                std::uint32_t r[4];
+                ldmatrix_x4(r, row0 + 8 * c);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) x[e] = __uint_as_float(r[e]);
+              } else if constexpr (PERM) {
                 ld_pair(x[0], x[2], row0 + 8 * c);
                 ld_pair(x[1], x[3], row8 + 8 * c);
               } else {
@@ -394,6 +519,34 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
                   const int p = c - d;
                   if (p < 0 || p >= G) continue;
                   BandF64::mma(acc[p], af, make_double2(b0[d], b1[d]));
+                }
+              } else if constexpr (X3) {
+                unsigned hi[4], lo[4];  // split when staged
+                std::uint32_t r[4];
+                ldmatrix_x4(r, row0 + ring2 + 8 * c);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                  hi[e] = __float_as_uint(x[e]);
+                  lo[e] = r[e];
+                }
+#pragma unroll
+                for (int d = 0; d < DB; ++d) {
+                  const int p = c - d;
+                  if (p < 0 || p >= G) continue;
+                  const uint2 bh = make_uint2(__float_as_uint(b0[d].x), __float_as_uint(b1[d].x));
+                  const uint2 bl = make_uint2(__float_as_uint(b0[d].y), __float_as_uint(b1[d].y));
+                  if (d % L3 == 0) mma_tf32_zero(tb[p], hi, bh);
+                  else BandTf32::mma(tb[p], hi, bh);
+                  BandTf32::mma(acc2[p], hi, bl);
+                  BandTf32::mma(acc2[p], lo, bh);
+                  if (d % L3 == L3 - 1 || d == DB - 1) {  // Fast2Sum (|acc| >= |tb| mostly)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                      const float s = acc[p][e] + tb[p][e];
+                      acc2[p][e] += (acc[p][e] - s) + tb[p][e];
+                      acc[p][e] = s;
+                    }
+                  }
                 }
               } else if constexpr (C::acc == AccKind::f32) {
                 unsigned af[4];  // rounded to tf32 when staged
@@ -418,9 +571,10 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
           }
           if (++s0 == a.R) s0 = 0;
         }
+        }  // RE
       }
       cp_async_wait_all();
-      if (shi > slo) round_rows<P, CW>(a, sm, slo, shi);
+      if (shi > slo) round_rows<P, Gm, CW>(a, sm, slo, shi);
       __syncthreads();
     }
   }
@@ -430,7 +584,10 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
 #pragma unroll
   for (int p = 0; p < G; ++p)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) bad |= !isfinite(acc[p][e]);
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (X3) acc[p][e] += acc2[p][e];
+      bad |= !isfinite(acc[p][e]);
+    }
   using In = typename C::In;
   using Out = typename Prec<P>::Store;
   Out* out = static_cast<Out*>(a.out);
@@ -475,6 +632,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
 
 // ---- host side, shared by the plan and benchmarks/toeplitz_tune.cu ---------------------------
 constexpr std::size_t kSmemBudget = 96 * 1024;  // per CTA: two CTAs per SM
+constexpr std::size_t kSmemBudget3 = 72 * 1024;  // three (Geom MINB = 3)
 
 template <class T> std::uint16_t bits16(T h) {
   std::uint16_t b;
@@ -494,19 +652,20 @@ template <Precision P> typename Cfg<P>::Acc tap_value(double x) {
 
 // What a plan prepares once per kernel: the band table, the fallback taps, and the geometry of
 // the column blocks and of the shared-memory ring.
-template <Precision P> struct Setup {
-  std::vector<typename Cfg<P>::Coef> band;  // kh rows of lp
-  std::vector<typename Cfg<P>::Acc> kd;     // kh x kw
+template <Precision P, class Gm> struct Setup {
+  std::vector<typename CfgOf<P, Gm>::Coef> band;  // kh rows of lp
+  std::vector<typename CfgOf<P, Gm>::Acc> kd;     // kh x kw
   int db = 1, nblk = 1, lp = 0, ld = 0, S = 1, R = 0;
   bool carry = false;  // the ring also holds the next row block's new rows (CTAs walk rows)
   std::size_t smem = 0;
 };
 
 template <Precision P, class Gm>
-Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSmemBudget) {
-  using C = Cfg<P>;
+Setup<P, Gm> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSmemBudget) {
+  using C = CfgOf<P, Gm>;
   using S = typename C::S;
-  Setup<P> st;
+  if (Gm::MINB >= 3) budget = std::min(budget, kSmemBudget3);
+  Setup<P, Gm> st;
   const int nd = (kw + 7 + C::KK - 1) / C::KK;  // band chunks a group of 8 outputs meets
   st.db = nd <= 4 ? nd : nd <= 6 ? 6 : 8;
   st.nblk = (nd + st.db - 1) / st.db;
@@ -522,7 +681,10 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
     for (int i = 0; i < st.lp; ++i) {
       auto& b = st.band[static_cast<std::size_t>(u) * st.lp + i];
       const double t0 = tap(i - 8), t1 = tap(i - 7);
-      if constexpr (C::KK == 16) {
+      if constexpr (C::acc == AccKind::f32x3) {
+        const float x = static_cast<float>(t0), h = round_to_tf32(x);
+        b = make_float2(h, round_to_tf32(x - h));
+      } else if constexpr (C::KK == 16) {
         std::uint16_t lo, hi;
         if constexpr (P == Precision::bf16) {
           lo = bits16(__float2bfloat16_rn(static_cast<float>(t0)));
@@ -549,7 +711,7 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
     st.ld = (cw + 3) / 4 * 4;
     if ((st.ld / 4) % 2 == 0) st.ld += 4;  // scalar fragment loads: rows g on distinct banks
   }
-  const long long rows_fit = static_cast<long long>(budget / (sizeof(S) * st.ld));
+  const long long rows_fit = static_cast<long long>(budget / (sizeof(S) * C::kRings * st.ld));
   st.S = static_cast<int>(std::max<long long>(1, (rows_fit - Gm::TH + 1) / 2));
   if (st.S >= kh) {
     st.S = kh;
@@ -562,7 +724,7 @@ Setup<P> prepare(const double* kernel, int kh, int kw, std::size_t budget = kSme
   } else {
     st.R = Gm::TH + 2 * st.S - 1;
   }
-  st.smem = sizeof(S) * static_cast<std::size_t>(st.R) * st.ld;
+  st.smem = sizeof(S) * C::kRings * static_cast<std::size_t>(st.R) * st.ld;
   return st;
 }
 
@@ -605,8 +767,9 @@ void launch_db(Args a, bool carry, std::size_t smem, cudaStream_t stream) {
 
 // Fills the launch-time fields of `a` (image and output set by the caller) and launches.
 template <Precision P, class Gm>
-void launch(Args a, const Setup<P>& st, const void* band, const void* kd, cudaStream_t stream) {
-  using In = typename Cfg<P>::In;
+void launch(Args a, const Setup<P, Gm>& st, const void* band, const void* kd,
+            cudaStream_t stream) {
+  using In = typename CfgOf<P, Gm>::In;
   using Out = typename Prec<P>::Store;
   a.band = band;
   a.lp = st.lp;
