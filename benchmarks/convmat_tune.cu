@@ -6,7 +6,8 @@
 // factorisations, aligned and unaligned images) and sampled outputs of each 4096² run against a
 // float64 direct correlation of the operands as the tensor cores read them.
 // Build here: nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o build/convmat_tune benchmarks/convmat_tune.cu
-// Run there:  build/convmat_tune [--ncu]   (--ncu: one launch of each profiled variant, no timing)
+// Run there:  build/convmat_tune [--ncu] [--only 'sout|fast BK48']   (--ncu: one launch of each
+//             profiled variant, no timing; --only: variants whose names contain one of the parts)
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -75,6 +76,18 @@ std::vector<Variant> variants() {
     v.push_back({"convmat base BK48", Kind::gemm, 48, (void*)convmat_kernel<T, false, 48, false>});
     v.push_back({"convmatT base BK32", Kind::gemm_t, 32, (void*)convmat_kernel<T, true, 32, false>});
   }
+  // round 3: outputs through shared memory in whole 16-byte pieces (2-byte outputs); bf16's
+  // transposed staging with 4 vectors in flight per thread
+  if constexpr (sizeof(typename T::Out) == 2) {
+    v.push_back({"convmat sout BK32", Kind::gemm, 32, (void*)convmat_kernel<T, false, 32, true, true>});
+    v.push_back({"convmat sout BK48", Kind::gemm, 48, (void*)convmat_kernel<T, false, 48, true, true>});
+    v.push_back({"convmat sout BK64", Kind::gemm, 64, (void*)convmat_kernel<T, false, 64, true, true>});
+    v.push_back({"rows sout UC32", Kind::rows, 32, (void*)rows::convmat_rows_kernel<T, 32, true, true>});
+    v.push_back({"rows sout UC48", Kind::rows, 48, (void*)rows::convmat_rows_kernel<T, 48, true, true>});
+  } else {
+    v.push_back({"rows unr4 UC32", Kind::rows, 32, (void*)rows::convmat_rows_kernel<T, 32, true, false, 4>});
+    v.push_back({"rows unr4 UC48", Kind::rows, 48, (void*)rows::convmat_rows_kernel<T, 48, true, false, 4>});
+  }
   return v;
 }
 
@@ -141,9 +154,11 @@ std::function<void()> launcher(const Variant& vr, const Problem<T>& pr, const Ta
                                bool vec_ok) {
   const bool pairs = reinterpret_cast<std::uintptr_t>(pr.dout.p) % (2 * sizeof(typename T::Out)) == 0 &&
                      pr.ow % 2 == 0;
+  const bool ovec = reinterpret_cast<std::uintptr_t>(pr.dout.p) % 16 == 0 &&
+                    (pr.ow * sizeof(typename T::Out)) % 16 == 0;
   if (vr.kind == Kind::rows) {
     rows::Args a{pr.in(), pr.iw, pr.dout.p, pr.ow, static_cast<const std::uint32_t*>(tb.d.p),
-                 tb.width, pr.ih, pr.iw, pr.kh, pr.kw, pr.oh, pr.ow, vec_ok, pairs};
+                 tb.width, pr.ih, pr.iw, pr.kh, pr.kw, pr.oh, pr.ow, vec_ok, pairs, ovec};
     const dim3 grid((pr.ow + rows::kBN - 1) / rows::kBN, (pr.oh + rows::kMR - 1) / rows::kMR);
     auto fn = reinterpret_cast<void (*)(rows::Args)>(vr.fn);
     return [=] { fn<<<grid, kThreads>>>(a); };
@@ -152,7 +167,7 @@ std::function<void()> launcher(const Variant& vr, const Problem<T>& pr, const Ta
   gemm::Args a{pr.in(), pr.iw, pr.dout.p, tr ? pr.oh : pr.ow,
                static_cast<const std::uint32_t*>(tb.d.p), tb.width, pr.ih, pr.iw,
                tr ? pr.kw : pr.kh, tr ? pr.kh : pr.kw, tr ? pr.ow : pr.oh, tr ? pr.oh : pr.ow,
-               vec_ok, pairs};
+               vec_ok, pairs, ovec};
   a.out_ld = pr.ow;  // the output is oh × ow row-major in both forms
   const dim3 grid((a.ow + gemm::kBN - 1) / gemm::kBN, (a.oh + gemm::kBM - 1) / gemm::kBM);
   auto fn = reinterpret_cast<void (*)(gemm::Args)>(vr.fn);
@@ -221,6 +236,14 @@ double check(Problem<T>& pr, const Table<T>& tb, bool sampled, std::mt19937_64& 
 }
 
 static int g_fail = 0;
+static std::vector<std::string> g_only;  // --only a|b|c: the variants whose names contain one
+
+static bool selected(const Variant& vr) {
+  if (g_only.empty()) return true;
+  for (const auto& o : g_only)
+    if (std::strstr(vr.name, o.c_str())) return true;
+  return false;
+}
 
 template <class T>
 void check_shapes(std::mt19937_64& rng) {
@@ -233,6 +256,7 @@ void check_shapes(std::mt19937_64& rng) {
       Problem<T> pr(s[0], s[1], s[2], s[3], rng, off);
       const bool vec_ok = off == 0 && (pr.iw * sizeof(typename T::In)) % 16 == 0;
       for (const Variant& vr : variants<T>()) {
+        if (!selected(vr)) continue;
         Table<T> tb = table_for(vr, pr);
         TC_CUDA_CHECK(cudaMemset(pr.dout.p, 0xff, static_cast<std::size_t>(pr.oh) * pr.ow * sizeof(typename T::Out)));
         launcher(vr, pr, tb, vec_ok)();
@@ -278,11 +302,13 @@ void time_all(std::mt19937_64& rng, bool ncu) {
     if (!ncu) std::printf("time %-8s copy (DRAM floor) 4096^2: %.4f ms\n", pname<T>(), harness::median_ms(f));
   }
   for (int k : {3, 15, 25, 35, 55}) {
+    if (ncu && k != 3) continue;
     Problem<T> pr(n, n, k, k, rng);
     for (const Variant& vr : variants<T>()) {
-      // profiled: the first and the batched staging of both methods at k = 3 and 55
-      if (ncu && (vr.kind == Kind::gemm_t || (k != 3 && k != 55) || vr.p == 64 ||
-                  (std::strstr(vr.name, "base") && vr.p != 32)))
+      if (!selected(vr)) continue;
+      // profiled (k = 3): the round-2 choices and the outputs through shared memory
+      if (ncu && !(std::strstr(vr.name, "sout BK48") || std::strstr(vr.name, "sout UC48") ||
+                   std::strstr(vr.name, "convmat fast BK48") || std::strstr(vr.name, "rows fast UC48")))
         continue;
       Table<T> tb = table_for(vr, pr);
       auto f = launcher(vr, pr, tb, true);
@@ -301,7 +327,18 @@ void time_all(std::mt19937_64& rng, bool ncu) {
 }
 
 int main(int argc, char** argv) {
-  const bool ncu = argc > 1 && std::strcmp(argv[1], "--ncu") == 0;
+  bool ncu = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--ncu") == 0) ncu = true;
+    if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      std::string l = argv[++i];
+      for (std::size_t a = 0, b; a <= l.size(); a = b + 1) {
+        b = l.find('|', a);
+        if (b == std::string::npos) b = l.size();
+        if (b > a) g_only.push_back(l.substr(a, b - a));
+      }
+    }
+  }
   std::mt19937_64 rng(16);
   try {
     if (ncu) {

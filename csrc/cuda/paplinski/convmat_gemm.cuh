@@ -65,6 +65,7 @@ struct Args {
   int kh, kw, oh, ow;  // the problem solved (transposed when TRANS)
   bool vec_ok;         // image rows 16-byte aligned
   bool out_pairs;      // out's base and stride allow paired stores (first form only)
+  bool out_vec;        // out's base and row stride 16-byte aligned (SOUT's whole pieces)
 };
 
 // Does the 16-wide K step starting at β - j0 = qb touch the band of n-tile nt (q = β - j in
@@ -73,7 +74,9 @@ __host__ __device__ inline bool band_hits(int qb, int nt, int kw) {
   return qb + 15 - 8 * nt >= 0 && qb - 8 * nt - 7 < kw;
 }
 
-template <class T, bool TRANS, int BK, bool FAST>
+// SOUT (first form, 2-byte outputs): the CTA's 256 × 32 outputs go through shared memory (the
+// strip's buffer, free after the last stage) and out as whole 16-byte pieces.
+template <class T, bool TRANS, int BK, bool FAST, bool SOUT = false>
 __global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
   using S = typename T::Stage;
   using In = typename T::In;
@@ -156,6 +159,26 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
     }
   }
 
+  auto direct = [&](int r, int c) {
+    return direct_sum<T>(
+        i0 + warp * kWM + r, j0 + c, a.kh, a.kw,
+        [&](int y, int x) {
+          return TRANS ? img[static_cast<std::size_t>(x) * a.in_ld + y]
+                       : img[static_cast<std::size_t>(y) * a.in_ld + x];
+        },
+        [&](int u, int v) { return table_tap<T>(a.tab, a.tabw, u, v); });
+  };
+  if constexpr (SOUT && !TRANS && sizeof(Out) == 2) {
+    constexpr int kLdo = kBN + 8;  // 80-byte rows: the fragments' pair stores meet no conflicts
+    static_assert(kBM * kLdo * sizeof(Out) <= sizeof(sA), "the output tile fits the strip buffer");
+    Out* sO = reinterpret_cast<Out*>(sA);
+    __syncthreads();  // every warp's last reads of the strip are done
+    acc.to_smem(sO, kLdo, warp * kWM, 0, direct);
+    __syncthreads();
+    write_tile(sO, kLdo, kBM, kBN, static_cast<Out*>(a.out), a.out_ld, i0, j0, a.oh, a.ow,
+               a.out_vec);
+    return;
+  }
   acc.store(
       static_cast<Out*>(a.out),
       [&](int r, int c) -> long long {
@@ -164,16 +187,7 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
         return TRANS ? static_cast<long long>(j) * a.out_ld + i
                      : static_cast<long long>(i) * a.out_ld + j;
       },
-      [&](int r, int c) {
-        return direct_sum<T>(
-            i0 + warp * kWM + r, j0 + c, a.kh, a.kw,
-            [&](int y, int x) {
-              return TRANS ? img[static_cast<std::size_t>(x) * a.in_ld + y]
-                           : img[static_cast<std::size_t>(y) * a.in_ld + x];
-            },
-            [&](int u, int v) { return table_tap<T>(a.tab, a.tabw, u, v); });
-      },
-      FAST && !TRANS && a.out_pairs);
+      direct, FAST && !TRANS && a.out_pairs);
 }
 
 // MMAs (m16n8k16) the kernel issues for the problem oh × ow, kernel kh × kw (a CTA clipped at

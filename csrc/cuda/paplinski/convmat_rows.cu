@@ -59,7 +59,9 @@ class ConvmatRowsPlan final : public CudaPlan {
            reinterpret_cast<std::uintptr_t>(in.data) % 16 == 0 &&
                (in.row_stride * sizeof(typename T::In)) % 16 == 0,
            reinterpret_cast<std::uintptr_t>(out.data) % (2 * sizeof(typename T::Out)) == 0 &&
-               out.row_stride % 2 == 0};
+               out.row_stride % 2 == 0,
+           reinterpret_cast<std::uintptr_t>(out.data) % 16 == 0 &&
+               (out.row_stride * sizeof(typename T::Out)) % 16 == 0};
     kern_<<<grid_, kThreads, 0, st>>>(a);
     TC_CUDA_LAUNCH_CHECK();
   }

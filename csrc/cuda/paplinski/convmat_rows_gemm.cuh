@@ -55,6 +55,7 @@ struct Args {
   int ih, iw, kh, kw, oh, ow;
   bool vec_ok;     // image rows 16-byte aligned
   bool out_pairs;  // out's base and stride allow paired stores
+  bool out_vec;    // out's base and row stride 16-byte aligned (SOUT's whole pieces)
 };
 
 // Does the 16-wide K step at strip row u'0 = ub meet the band of m-tile mt (u' - m in [0, kh))?
@@ -62,7 +63,9 @@ __device__ __forceinline__ bool band_hits(int ub, int mt, int kh) {
   return ub + 15 - 16 * mt >= 0 && ub - 16 * mt - 15 < kh;
 }
 
-template <class T, int UC, bool FAST>
+// SOUT (2-byte outputs): the CTA's 32 × 256 outputs go through shared memory (the strip's
+// buffer) and out as whole 16-byte pieces. TUNR: vectors in flight per thread in the staging.
+template <class T, int UC, bool FAST, bool SOUT = false, int TUNR = 2>
 __global__ void __launch_bounds__(kThreads, 2) convmat_rows_kernel(Args a) {
   using S = typename T::Stage;
   using In = typename T::In;
@@ -88,8 +91,8 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_rows_kernel(Args a) {
       __syncthreads();  // the previous stage's reads are done
       if constexpr (FAST) {
         if (a.vec_ok)
-          stage_transposed_vec<T>(img, a.in_ld, a.ih, a.iw, y0 + u0, j0 + v0, kBN + vc - 1, UC,
-                                  sT, Sh::kLd);
+          stage_transposed_vec<T, TUNR>(img, a.in_ld, a.ih, a.iw, y0 + u0, j0 + v0,
+                                        kBN + vc - 1, UC, sT, Sh::kLd);
         else
           stage_transposed<T>(img, a.in_ld, a.ih, a.iw, y0 + u0, j0 + v0, kBN + vc - 1, UC, sT,
                               Sh::kLd);
@@ -139,21 +142,31 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_rows_kernel(Args a) {
       acc.flush();
     }
   }
+  auto direct = [&](int r, int c) {
+    return direct_sum<T>(
+        y0 + r, j0 + warp * kWN + c, a.kh, a.kw,
+        [&](int y, int x) { return img[static_cast<std::size_t>(y) * a.in_ld + x]; },
+        [&](int u, int v) { return table_tap<T>(a.tab, a.tabw, v, u); });
+  };
+  if constexpr (SOUT && sizeof(Out) == 2) {
+    constexpr int kLdo = kBN + 8;  // 528-byte rows: the fragments' pair stores meet no conflicts
+    static_assert(kMR * kLdo * sizeof(Out) <= sizeof(sT), "the output tile fits the strip buffer");
+    Out* sO = reinterpret_cast<Out*>(sT);
+    __syncthreads();  // every warp's last reads of the strip are done (idle warps too)
+    if (active) acc.to_smem(sO, kLdo, 0, warp * kWN, direct);
+    __syncthreads();
+    write_tile(sO, kLdo, kMR, kBN, static_cast<Out*>(a.out), a.out_ld, y0, j0, a.oh, a.ow,
+               a.out_vec);
+    return;
+  }
   if (!active) return;
-
   acc.store(
       static_cast<Out*>(a.out),
       [&](int r, int c) -> long long {
         const int i = y0 + r, j = j0 + warp * kWN + c;
         return i < a.oh && j < a.ow ? static_cast<long long>(i) * a.out_ld + j : -1;
       },
-      [&](int r, int c) {
-        return direct_sum<T>(
-            y0 + r, j0 + warp * kWN + c, a.kh, a.kw,
-            [&](int y, int x) { return img[static_cast<std::size_t>(y) * a.in_ld + x]; },
-            [&](int u, int v) { return table_tap<T>(a.tab, a.tabw, v, u); });
-      },
-      FAST && a.out_pairs);
+      direct, FAST && a.out_pairs);
 }
 
 }  // namespace rows
