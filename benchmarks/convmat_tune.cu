@@ -6,7 +6,7 @@
 // factorisations, aligned and unaligned images) and sampled outputs of each 4096² run against a
 // float64 direct correlation of the operands as the tensor cores read them.
 // Build here: nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o build/convmat_tune benchmarks/convmat_tune.cu
-// Run there:  build/convmat_tune [--ncu] [--only 'sout|fast BK48']   (--ncu: one launch of each
+// Run there:  build/convmat_tune [--ncu] [--only 'unr4|fast BK48']   (--ncu: one launch of each
 //             profiled variant, no timing; --only: variants whose names contain one of the parts)
 #include <cmath>
 #include <cstdio>
@@ -76,17 +76,10 @@ std::vector<Variant> variants() {
     v.push_back({"convmat base BK48", Kind::gemm, 48, (void*)convmat_kernel<T, false, 48, false>});
     v.push_back({"convmatT base BK32", Kind::gemm_t, 32, (void*)convmat_kernel<T, true, 32, false>});
   }
-  // round 3: outputs through shared memory in whole 16-byte pieces (2-byte outputs); bf16's
-  // transposed staging with 4 vectors in flight per thread
-  if constexpr (sizeof(typename T::Out) == 2) {
-    v.push_back({"convmat sout BK32", Kind::gemm, 32, (void*)convmat_kernel<T, false, 32, true, true>});
-    v.push_back({"convmat sout BK48", Kind::gemm, 48, (void*)convmat_kernel<T, false, 48, true, true>});
-    v.push_back({"convmat sout BK64", Kind::gemm, 64, (void*)convmat_kernel<T, false, 64, true, true>});
-    v.push_back({"rows sout UC32", Kind::rows, 32, (void*)rows::convmat_rows_kernel<T, 32, true, true>});
-    v.push_back({"rows sout UC48", Kind::rows, 48, (void*)rows::convmat_rows_kernel<T, 48, true, true>});
-  } else {
-    v.push_back({"rows unr4 UC32", Kind::rows, 32, (void*)rows::convmat_rows_kernel<T, 32, true, false, 4>});
-    v.push_back({"rows unr4 UC48", Kind::rows, 48, (void*)rows::convmat_rows_kernel<T, 48, true, false, 4>});
+  // round 3 (outputs through shared memory were measured too, then removed: slower)
+  if constexpr (!std::is_same_v<typename T::In, typename T::Stage>) {
+    v.push_back({"rows unr4 UC32", Kind::rows, 32, (void*)rows::convmat_rows_kernel<T, 32, true, 4>});
+    v.push_back({"rows unr4 UC48", Kind::rows, 48, (void*)rows::convmat_rows_kernel<T, 48, true, 4>});
   }
   return v;
 }
@@ -154,11 +147,9 @@ std::function<void()> launcher(const Variant& vr, const Problem<T>& pr, const Ta
                                bool vec_ok) {
   const bool pairs = reinterpret_cast<std::uintptr_t>(pr.dout.p) % (2 * sizeof(typename T::Out)) == 0 &&
                      pr.ow % 2 == 0;
-  const bool ovec = reinterpret_cast<std::uintptr_t>(pr.dout.p) % 16 == 0 &&
-                    (pr.ow * sizeof(typename T::Out)) % 16 == 0;
   if (vr.kind == Kind::rows) {
     rows::Args a{pr.in(), pr.iw, pr.dout.p, pr.ow, static_cast<const std::uint32_t*>(tb.d.p),
-                 tb.width, pr.ih, pr.iw, pr.kh, pr.kw, pr.oh, pr.ow, vec_ok, pairs, ovec};
+                 tb.width, pr.ih, pr.iw, pr.kh, pr.kw, pr.oh, pr.ow, vec_ok, pairs};
     const dim3 grid((pr.ow + rows::kBN - 1) / rows::kBN, (pr.oh + rows::kMR - 1) / rows::kMR);
     auto fn = reinterpret_cast<void (*)(rows::Args)>(vr.fn);
     return [=] { fn<<<grid, kThreads>>>(a); };
@@ -167,7 +158,7 @@ std::function<void()> launcher(const Variant& vr, const Problem<T>& pr, const Ta
   gemm::Args a{pr.in(), pr.iw, pr.dout.p, tr ? pr.oh : pr.ow,
                static_cast<const std::uint32_t*>(tb.d.p), tb.width, pr.ih, pr.iw,
                tr ? pr.kw : pr.kh, tr ? pr.kh : pr.kw, tr ? pr.ow : pr.oh, tr ? pr.oh : pr.ow,
-               vec_ok, pairs, ovec};
+               vec_ok, pairs};
   a.out_ld = pr.ow;  // the output is oh × ow row-major in both forms
   const dim3 grid((a.ow + gemm::kBN - 1) / gemm::kBN, (a.oh + gemm::kBM - 1) / gemm::kBM);
   auto fn = reinterpret_cast<void (*)(gemm::Args)>(vr.fn);
@@ -306,9 +297,8 @@ void time_all(std::mt19937_64& rng, bool ncu) {
     Problem<T> pr(n, n, k, k, rng);
     for (const Variant& vr : variants<T>()) {
       if (!selected(vr)) continue;
-      // profiled (k = 3): the round-2 choices and the outputs through shared memory
-      if (ncu && !(std::strstr(vr.name, "sout BK48") || std::strstr(vr.name, "sout UC48") ||
-                   std::strstr(vr.name, "convmat fast BK48") || std::strstr(vr.name, "rows fast UC48")))
+      // profiled (k = 3): the round-2 choices
+      if (ncu && !(std::strstr(vr.name, "convmat fast BK48") || std::strstr(vr.name, "rows fast UC48")))
         continue;
       Table<T> tb = table_for(vr, pr);
       auto f = launcher(vr, pr, tb, true);

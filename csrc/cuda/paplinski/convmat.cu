@@ -89,8 +89,6 @@ class ConvmatPlan final : public CudaPlan {
                (in.row_stride * sizeof(In)) % 16 == 0;
     a.out_pairs = reinterpret_cast<std::uintptr_t>(out.data) % (2 * sizeof(typename T::Out)) == 0 &&
                   out.row_stride % 2 == 0;
-    a.out_vec = reinterpret_cast<std::uintptr_t>(out.data) % 16 == 0 &&
-                (out.row_stride * sizeof(typename T::Out)) % 16 == 0;
     kern_<<<grid_, kThreads, 0, st>>>(a);
     TC_CUDA_LAUNCH_CHECK();
   }

@@ -103,27 +103,6 @@ struct Tiles {
           if (o1 >= 0) out[o1] = i2t::narrow<Out>(isfinite(v1) ? v1 : direct(r, c + 1));
         }
   }
-
-  // The warp's tiles into a shared-memory tile (ld ldo, this warp's block at row rb, column cb),
-  // non-finite sums recomputed by direct(r, c) as in store(); write_tile() then stores the CTA's
-  // tile in whole 16-byte pieces (a paired store fills only half of each 32-byte sector).
-  template <class Out, class Direct>
-  __device__ __forceinline__ void to_smem(Out* s, int ldo, int rb, int cb, Direct direct) const {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    struct alignas(2 * sizeof(Out)) Two { Out x[2]; };
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; e += 2) {
-          const int r = 16 * mt + g + 8 * (e >> 1), c = 8 * nt + 2 * t;
-          const float v0 = f[mt][nt][e], v1 = f[mt][nt][e + 1];
-          *reinterpret_cast<Two*>(s + (rb + r) * ldo + cb + c) =
-              Two{{i2t::narrow<Out>(isfinite(v0) ? v0 : direct(r, c)),
-                   i2t::narrow<Out>(isfinite(v1) ? v1 : direct(r, c + 1))}};
-        }
-  }
 };
 
 // Tap q of pair-table row w (the low half of word q + kQOff) as float, for the direct sums.
@@ -313,28 +292,6 @@ __device__ __forceinline__ void stage_table(const std::uint32_t* tab, int tabw, 
                                             int rows, int width, std::uint32_t* dst) {
   for (int e = threadIdx.x; e < rows * width; e += kThreads)
     cp_async_4(dst + e, tab + static_cast<std::size_t>(r0 + e / width) * tabw + w0 + e % width);
-}
-
-// A CTA's rows × cols output tile (cols % (16 / sizeof(Out)) == 0) from shared memory (ld ldo,
-// rows 16-byte aligned) to out at (i0, j0), clipped to oh × ow: 16-byte stores where the piece
-// is whole and vec_ok (out's base and row stride 16-byte aligned), else element by element.
-template <class Out>
-__device__ __forceinline__ void write_tile(const Out* s, int ldo, int rows, int cols, Out* out,
-                                           long long out_ld, int i0, int j0, int oh, int ow,
-                                           bool vec_ok) {
-  constexpr int V = 16 / sizeof(Out);
-  const int ppr = cols / V;
-  for (int e = threadIdx.x; e < rows * ppr; e += kThreads) {
-    const int r = e / ppr, c = (e % ppr) * V, i = i0 + r, j = j0 + c;
-    if (i >= oh || j >= ow) continue;
-    Out* dst = out + static_cast<std::size_t>(i) * out_ld + j;
-    const Out* src = s + r * ldo + c;
-    if (vec_ok && j + V <= ow) {
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-    } else {
-      for (int x = 0; x < V && j + x < ow; ++x) dst[x] = src[x];
-    }
-  }
 }
 
 // Runtime precision -> traits; the tensor-core formats both methods offer.

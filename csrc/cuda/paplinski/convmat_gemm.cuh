@@ -65,7 +65,6 @@ struct Args {
   int kh, kw, oh, ow;  // the problem solved (transposed when TRANS)
   bool vec_ok;         // image rows 16-byte aligned
   bool out_pairs;      // out's base and stride allow paired stores (first form only)
-  bool out_vec;        // out's base and row stride 16-byte aligned (SOUT's whole pieces)
 };
 
 // Does the 16-wide K step starting at β - j0 = qb touch the band of n-tile nt (q = β - j in
@@ -74,11 +73,7 @@ __host__ __device__ inline bool band_hits(int qb, int nt, int kw) {
   return qb + 15 - 8 * nt >= 0 && qb - 8 * nt - 7 < kw;
 }
 
-// SOUT (first form, 2-byte outputs): the CTA's 256 × 32 outputs go through shared memory (the
-// strip's buffer, free after the last stage) and out as whole 16-byte pieces. Measured slower
-// than the paired stores at every k (k = 3: 0.181 vs 0.097 ms, H100): the plans never take it;
-// it stays for the harness.
-template <class T, bool TRANS, int BK, bool FAST, bool SOUT = false>
+template <class T, bool TRANS, int BK, bool FAST>
 __global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
   using S = typename T::Stage;
   using In = typename T::In;
@@ -170,17 +165,6 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
         },
         [&](int u, int v) { return table_tap<T>(a.tab, a.tabw, u, v); });
   };
-  if constexpr (SOUT && !TRANS && sizeof(Out) == 2) {
-    constexpr int kLdo = kBN + 8;  // 80-byte rows: the fragments' pair stores meet no conflicts
-    static_assert(kBM * kLdo * sizeof(Out) <= sizeof(sA), "the output tile fits the strip buffer");
-    Out* sO = reinterpret_cast<Out*>(sA);
-    __syncthreads();  // every warp's last reads of the strip are done
-    acc.to_smem(sO, kLdo, warp * kWM, 0, direct);
-    __syncthreads();
-    write_tile(sO, kLdo, kBM, kBN, static_cast<Out*>(a.out), a.out_ld, i0, j0, a.oh, a.ow,
-               a.out_vec);
-    return;
-  }
   acc.store(
       static_cast<Out*>(a.out),
       [&](int r, int c) -> long long {

@@ -30,7 +30,7 @@ template <class T>
 void (*kernel_for(int uc, long long kh, long long kw))(Args) {
   if constexpr (!std::is_same_v<typename T::In, typename T::Stage>) {
     if (uc == 48 && kMR + kh - 1 <= 48 && kw <= kVC)
-      return convmat_rows_kernel<T, 48, true, false, 4>;
+      return convmat_rows_kernel<T, 48, true, 4>;
   }
   return uc == 48 ? convmat_rows_kernel<T, 48, true> : convmat_rows_kernel<T, 32, true>;
 }
@@ -67,9 +67,7 @@ class ConvmatRowsPlan final : public CudaPlan {
            reinterpret_cast<std::uintptr_t>(in.data) % 16 == 0 &&
                (in.row_stride * sizeof(typename T::In)) % 16 == 0,
            reinterpret_cast<std::uintptr_t>(out.data) % (2 * sizeof(typename T::Out)) == 0 &&
-               out.row_stride % 2 == 0,
-           reinterpret_cast<std::uintptr_t>(out.data) % 16 == 0 &&
-               (out.row_stride * sizeof(typename T::Out)) % 16 == 0};
+               out.row_stride % 2 == 0};
     kern_<<<grid_, kThreads, 0, st>>>(a);
     TC_CUDA_LAUNCH_CHECK();
   }

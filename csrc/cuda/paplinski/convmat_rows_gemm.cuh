@@ -55,7 +55,6 @@ struct Args {
   int ih, iw, kh, kw, oh, ow;
   bool vec_ok;     // image rows 16-byte aligned
   bool out_pairs;  // out's base and stride allow paired stores
-  bool out_vec;    // out's base and row stride 16-byte aligned (SOUT's whole pieces)
 };
 
 // Does the 16-wide K step at strip row u'0 = ub meet the band of m-tile mt (u' - m in [0, kh))?
@@ -63,11 +62,8 @@ __device__ __forceinline__ bool band_hits(int ub, int mt, int kh) {
   return ub + 15 - 16 * mt >= 0 && ub - 16 * mt - 15 < kh;
 }
 
-// SOUT (2-byte outputs): the CTA's 32 × 256 outputs go through shared memory (the strip's
-// buffer) and out as whole 16-byte pieces; measured slower than the paired stores (k = 3: 0.141
-// vs 0.126 ms, H100), kept for the harness only. TUNR: vectors in flight per thread in the
-// transposed staging.
-template <class T, int UC, bool FAST, bool SOUT = false, int TUNR = 2>
+// TUNR: vectors in flight per thread in the transposed staging.
+template <class T, int UC, bool FAST, int TUNR = 2>
 __global__ void __launch_bounds__(kThreads, 2) convmat_rows_kernel(Args a) {
   using S = typename T::Stage;
   using In = typename T::In;
@@ -150,17 +146,6 @@ __global__ void __launch_bounds__(kThreads, 2) convmat_rows_kernel(Args a) {
         [&](int y, int x) { return img[static_cast<std::size_t>(y) * a.in_ld + x]; },
         [&](int u, int v) { return table_tap<T>(a.tab, a.tabw, v, u); });
   };
-  if constexpr (SOUT && sizeof(Out) == 2) {
-    constexpr int kLdo = kBN + 8;  // 528-byte rows: the fragments' pair stores meet no conflicts
-    static_assert(kMR * kLdo * sizeof(Out) <= sizeof(sT), "the output tile fits the strip buffer");
-    Out* sO = reinterpret_cast<Out*>(sT);
-    __syncthreads();  // every warp's last reads of the strip are done (idle warps too)
-    if (active) acc.to_smem(sO, kLdo, 0, warp * kWN, direct);
-    __syncthreads();
-    write_tile(sO, kLdo, kMR, kBN, static_cast<Out*>(a.out), a.out_ld, y0, j0, a.oh, a.ow,
-               a.out_vec);
-    return;
-  }
   if (!active) return;
   acc.store(
       static_cast<Out*>(a.out),
