@@ -152,12 +152,12 @@ __host__ __device__ inline std::size_t align_up(std::size_t v, std::size_t a) {
 // Stage, zero outside the image. Each thread issues UNR independent 16-byte loads before it
 // stores anything (the loads' latency, not bandwidth, is what staging costs); misaligned images
 // take the same path one element per load.
-template <class T>
+template <class T, int UNR = 4>  // UNR: vectors in flight per thread
 __device__ __forceinline__ void stage_image(const typename T::In* img, long long ld, int ih,
                                             int iw, int r0, int rows, int c0, int W,
                                             typename T::Stage* dst, int ldd, bool vec_ok) {
   using In = typename T::In;
-  constexpr int V = 16 / sizeof(In), UNR = 4;
+  constexpr int V = 16 / sizeof(In);
   struct alignas(16) Vec { In x[V]; };
   using St = typename T::Stage;
   struct alignas(sizeof(St) * V) SVec { St x[V]; };

@@ -15,135 +15,36 @@
 // transposed, no copy. The plan picks the form with fewer MMAs (counted, below): the one
 // whose band runs along the kernel's longer side, and the one whose output tile fits narrow
 // images (a 1-column output wastes 31 of 32 columns in the first form).
-#include "convmat.cuh"
+#include "convmat_gemm.cuh"
 
 namespace tc {
 namespace cuda {
 namespace cm {
 namespace {
 
-constexpr int kBM = 256;  // output rows per CTA (4 warps × 64)
-constexpr int kWM = 64;   // output rows per warp: 4 m-tiles
-constexpr int kMT = kWM / 16;
-constexpr int kBN = 32;   // output columns per CTA: 4 n-tiles of 8
-constexpr int kNT = kBN / 8;
-constexpr int kBK = 32;   // image columns β per stage: 2 K steps of 16
-constexpr int kRU = 16;   // kernel rows u per stage
-constexpr int kStripRows = kBM + kRU - 1;
-constexpr int kTabW = kBN + kBK;  // pair-table words per kernel row a stage reads
-static_assert(kBN - 1 == kQOff, "the pair table's offset covers n - 8nt down to -(kBN - 1)");
+using namespace gemm;
 
-struct Args {
-  const void* in;
-  long long in_ld;
-  void* out;
-  long long out_ld;
-  const std::uint32_t* tab;  // kh rows × tabw words (kernel rows of the problem solved)
-  int tabw;
-  int ih, iw;  // the image as stored
-  int kh, kw, oh, ow;  // the problem solved (transposed when TRANS)
-  bool vec_ok;
-};
+using Kern = void (*)(Args);
 
-// Does the 16-wide K step starting at β - j0 = qb touch the band of n-tile nt (q = β - j in
-// [0, kw) for some of its columns j0 + 8nt .. + 7)?
-__host__ __device__ inline bool band_hits(int qb, int nt, int kw) {
-  return qb + 15 - 8 * nt >= 0 && qb - 8 * nt - 7 < kw;
-}
-
+// The kernel for the staging rule (pick_bk; the second form was measured with BK 32 / 48 only).
+// bf16 stages fp32 images through registers: its batched staging (FAST) holds more registers,
+// 3 CTAs per SM instead of 4, which was faster only where one 48-column stage holds the band
+// (k = 3: 0.142 vs 0.177 ms, k = 15: 0.161 vs 0.185; k = 25: 0.231 vs 0.220, k = 55: 0.62 vs
+// 0.57, H100): wider bands keep the first staging.
 template <class T, bool TRANS>
-__global__ void __launch_bounds__(kThreads, 2) convmat_kernel(Args a) {
-  using S = typename T::Stage;
-  using In = typename T::In;
-  using Out = typename T::Out;
-  __shared__ __align__(16) S sA[kStripRows * kStageLd];
-  __shared__ std::uint32_t sB[kRU * kTabW];
-  const int j0 = blockIdx.x * kBN, i0 = blockIdx.y * kBM;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const In* img = static_cast<const In*>(a.in);
-  // the problem's image width (iw of F, or ih when transposed)
-  const int pw = TRANS ? a.ih : a.iw;
-
-  Tiles<T, kMT, kNT> acc;
-
-  // ldmatrix x4 of an m16 × k16 A tile: lane l gives row (l & 7) + 8·((l >> 3) & 1), column
-  // 8·(l >> 4) (matrices a0..a3 of the mma's A fragment).
-  const S* a_lane = sA + (warp * kWM + (lane & 7) + 8 * ((lane >> 3) & 1)) * kStageLd +
-                    8 * (lane >> 4);
-  const int ncols = min(kBN + a.kw - 1, pw - j0);  // β this CTA needs (the band, clipped)
-  for (int b0 = 0; b0 < ncols; b0 += kBK) {
-    for (int u0 = 0; u0 < a.kh; u0 += kRU) {
-      const int ur = min(kRU, a.kh - u0), rows = kBM + ur - 1;
-      __syncthreads();  // the previous stage's reads are done
-      // lcm tile (eq. 8): image rows i0+u0 .. i0+u0+rows-1, columns j0+b0 .. +31
-      if constexpr (TRANS)
-        stage_transposed<T>(img, a.in_ld, a.ih, a.iw, j0 + b0, i0 + u0, rows, kBK, sA, kStageLd);
-      else
-        i2t::stage_image<T>(img, a.in_ld, a.ih, a.iw, i0 + u0, rows, j0 + b0, kBK, sA, kStageLd,
-                            a.vec_ok);
-      // rcm (eq. 7): pair-table words of kernel rows u0.., taps q = b0 - 31 .. b0 + 32
-      for (int e = threadIdx.x; e < ur * kTabW; e += kThreads) {
-        const int uu = e / kTabW, w = e % kTabW;
-        sB[e] = a.tab[static_cast<std::size_t>(u0 + uu) * a.tabw + b0 + w];
-      }
-      __syncthreads();
-
-      for (int uu = 0; uu < ur; ++uu) {
-#pragma unroll
-        for (int s = 0; s < kBK / 16; ++s) {
-          const int qb = b0 + 16 * s;
-          bool nz[kNT];
-          if (!band_mask(nz, [&](int nt) { return band_hits(qb, nt, a.kw); })) continue;
-          // B fragment of n-tile nt: k = 2t, 2t+1 (b[0]) and +8 (b[1]) at column n = g, i.e.
-          // taps q = qb + 2t - 8nt - g: word 31 + 16s + 2t - 8nt - g of this stage's row.
-          std::uint32_t bf[kNT][2];
-          const std::uint32_t* brow = sB + uu * kTabW + kQOff + 16 * s + 2 * t - g;
-#pragma unroll
-          for (int nt = 0; nt < kNT; ++nt) {
-            bf[nt][0] = brow[-8 * nt];
-            bf[nt][1] = brow[-8 * nt + 8];
-          }
-#pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) {
-            std::uint32_t af[4];
-            ldmatrix_x4(af, a_lane + (16 * mt + uu) * kStageLd + 16 * s);
-#pragma unroll
-            for (int nt = 0; nt < kNT; ++nt)
-              if (nz[nt]) acc.mma(mt, nt, af, bf[nt]);
-          }
-        }
-      }
-      acc.flush();
+Kern kernel_for(long long kw) {
+  constexpr bool kRegStaged = !std::is_same_v<typename T::In, typename T::Stage>;
+  if constexpr (TRANS) {
+    return pick_bk(kw, {32, 48}) == 48 ? convmat_kernel<T, true, 48, true>
+                                       : convmat_kernel<T, true, 32, true>;
+  } else {
+    if (kRegStaged && kBN + kw - 1 > 48) return convmat_kernel<T, false, 32, false>;
+    switch (pick_bk(kw, {32, 48, 64})) {
+      case 48: return convmat_kernel<T, false, 48, true>;
+      case 64: return convmat_kernel<T, false, 64, true>;
+      default: return convmat_kernel<T, false, 32, true>;
     }
   }
-
-  acc.store(
-      static_cast<Out*>(a.out),
-      [&](int r, int c) -> long long {
-        const int i = i0 + warp * kWM + r, j = j0 + c;
-        if (i >= a.oh || j >= a.ow) return -1;
-        return TRANS ? static_cast<long long>(j) * a.out_ld + i
-                     : static_cast<long long>(i) * a.out_ld + j;
-      },
-      [&](int r, int c) {
-        return direct_sum<T>(
-            i0 + warp * kWM + r, j0 + c, a.kh, a.kw,
-            [&](int y, int x) {
-              return TRANS ? img[static_cast<std::size_t>(x) * a.in_ld + y]
-                           : img[static_cast<std::size_t>(y) * a.in_ld + x];
-            },
-            [&](int u, int v) { return table_tap<T>(a.tab, a.tabw, u, v); });
-      });
-}
-
-// MMAs (m16n8k16) the kernel issues for the problem oh × ow, kernel kh × kw (a CTA clipped at
-// the right edge counted as a full one): the plan's rule.
-double mma_count(long long oh, long long ow, long long kh, long long kw) {
-  long long steps = 0;  // per kernel row and m-tile, in one CTA
-  for (long long qb = 0; qb < kBN + kw - 1; qb += 16)
-    for (int nt = 0; nt < kNT; ++nt) steps += band_hits(static_cast<int>(qb), nt, static_cast<int>(kw));
-  return static_cast<double>(steps) * ((ow + kBN - 1) / kBN) * ((oh + kBM - 1) / kBM) *
-         (kBM / 16) * kh;
 }
 
 template <class T>
@@ -160,11 +61,10 @@ class ConvmatPlan final : public CudaPlan {
     const long long oh = trans_ ? r.iw - r.kw + 1 : r.ih - r.kh + 1;
     if ((oh + kBM - 1) / kBM > 65535)
       throw ValueError("convmat: output too tall for the grid (" + std::to_string(oh) + " rows)");
-    // words up to the last stage's b0 + 63
-    tabw_ = static_cast<int>((kBN + kw - 1 + kBK - 1) / kBK * kBK + kBN);
+    // the table covers the last stage of any BK kernel_for may choose
+    tabw_ = std::max({table_width(32, kw), table_width(48, kw), table_width(64, kw)});
     build_pair_table<T>(r, trans_, static_cast<int>(kh), tabw_, tab_);
-    if (trans_) kern_ = convmat_kernel<T, true>;
-    else kern_ = convmat_kernel<T, false>;
+    kern_ = trans_ ? kernel_for<T, true>(kw) : kernel_for<T, false>(kw);
     grid_ = dim3(ceil_div(ow, kBN), ceil_div(oh, kBM));
   }
   std::size_t workspace_bytes() const override { return tab_.bytes(); }
@@ -187,6 +87,8 @@ class ConvmatPlan final : public CudaPlan {
     a.ow = static_cast<int>(trans_ ? out_rows() : out_cols());
     a.vec_ok = reinterpret_cast<std::uintptr_t>(in.data) % 16 == 0 &&
                (in.row_stride * sizeof(In)) % 16 == 0;
+    a.out_pairs = reinterpret_cast<std::uintptr_t>(out.data) % (2 * sizeof(typename T::Out)) == 0 &&
+                  out.row_stride % 2 == 0;
     kern_<<<grid_, kThreads, 0, st>>>(a);
     TC_CUDA_LAUNCH_CHECK();
   }
@@ -195,7 +97,7 @@ class ConvmatPlan final : public CudaPlan {
   bool trans_ = false;
   int tabw_ = 0;
   DeviceBuffer tab_;
-  void (*kern_)(Args) = nullptr;
+  Kern kern_ = nullptr;
   dim3 grid_;
 };
 

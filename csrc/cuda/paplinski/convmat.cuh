@@ -11,6 +11,7 @@
 // generated (its block shift runs upwards: row i of block u is image row i + u) and only the
 // valid columns of rcm (column j of block u is k[u][β - j] at K index (u, β)).
 #pragma once
+#include "../async_copy.cuh"
 #include "../im2tensor/im2tensor.cuh"
 #include "../precision.cuh"
 
@@ -75,21 +76,31 @@ struct Tiles {
   // image also reaches the sums of neighbouring outputs through the band's zero taps (0 × inf),
   // always as NaN: a finite sum had no non-finite operand, and a non-finite one is recomputed
   // over its own window by direct(row, col), so exactly scipy's outputs are non-finite.
+  //
+  // pairs: the two elements (e, e + 1) of a row, columns c and c + 1, are adjacent in out (the
+  // caller checked that at() is row-major with an even stride and a pair-aligned base): one
+  // vector store per pair, half the store instructions.
   template <class Out, class At, class Direct>
-  __device__ __forceinline__ void store(Out* out, At at, Direct direct) const {
+  __device__ __forceinline__ void store(Out* out, At at, Direct direct, bool pairs) const {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    struct alignas(2 * sizeof(Out)) Two { Out x[2]; };
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = 16 * mt + g + 8 * (e >> 1), c = 8 * nt + 2 * t + (e & 1);
+        for (int e = 0; e < 4; e += 2) {
+          const int r = 16 * mt + g + 8 * (e >> 1), c = 8 * nt + 2 * t;
           const long long o = at(r, c);
           if (o < 0) continue;
-          float v = f[mt][nt][e];
-          if (!isfinite(v)) v = direct(r, c);
-          out[o] = i2t::narrow<Out>(v);
+          const float v0 = f[mt][nt][e], v1 = f[mt][nt][e + 1];
+          if (pairs && isfinite(v0) && isfinite(v1) && at(r, c + 1) == o + 1) {
+            *reinterpret_cast<Two*>(out + o) = Two{{i2t::narrow<Out>(v0), i2t::narrow<Out>(v1)}};
+            continue;
+          }
+          out[o] = i2t::narrow<Out>(isfinite(v0) ? v0 : direct(r, c));
+          const long long o1 = at(r, c + 1);
+          if (o1 >= 0) out[o1] = i2t::narrow<Out>(isfinite(v1) ? v1 : direct(r, c + 1));
         }
   }
 };
@@ -198,6 +209,89 @@ __device__ __forceinline__ void stage_transposed(const typename T::In* img, long
       }
     }
   }
+}
+
+// The vectorised form of stage_transposed (same result): a thread loads V = 16 / sizeof(In)
+// adjacent columns of image rows b and b + 1 as two 16-byte vectors and stores V pair words,
+// UNR of them with all loads in flight first (stage_transposed's 2-byte loads took ~8 dependent
+// round trips per 263 × 32 strip). Needs vec_ok (16-byte aligned rows) and c0 % V == 0; the lanes
+// of a warp run along b (row pairs), so the stores of one warp meet at most 2-way bank conflicts.
+template <class T, int UNR = 2>
+__device__ __forceinline__ void stage_transposed_vec(const typename T::In* img, long long ld,
+                                                     int ih, int iw, int r0, int c0, int na,
+                                                     int nb, typename T::Stage* dst, int ldd) {
+  using In = typename T::In;
+  using S = typename T::Stage;
+  constexpr int V = 16 / sizeof(In);
+  struct alignas(16) Vec { In x[V]; };
+  const int np = nb / 2, total = (na + V - 1) / V * np;
+  for (int base = threadIdx.x; base < total; base += UNR * kThreads) {
+    Vec v[UNR][2];
+#pragma unroll
+    for (int x = 0; x < UNR; ++x) {
+      const int e = base + x * kThreads, b = 2 * (e % np), a = (e / np) * V;
+      const int gr = r0 + b, gc = c0 + a;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const In* p = img + static_cast<std::size_t>(gr + h) * ld + gc;
+        if (e < total && gr + h < ih && gc + V <= iw) {
+          v[x][h] = *reinterpret_cast<const Vec*>(p);
+        } else {
+#pragma unroll
+          for (int i = 0; i < V; ++i)
+            v[x][h].x[i] = e < total && gr + h < ih && gc + i < iw ? p[i] : In(0);
+        }
+      }
+    }
+#pragma unroll
+    for (int x = 0; x < UNR; ++x) {
+      const int e = base + x * kThreads, b = 2 * (e % np), a = (e / np) * V;
+      if (e >= total) continue;
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        if (a + i >= na) break;
+        struct alignas(4) Pair { S lo, hi; } pr{i2t::to_stage<T>(v[x][0].x[i]),
+                                                i2t::to_stage<T>(v[x][1].x[i])};
+        *reinterpret_cast<std::uint32_t*>(dst + (a + i) * ldd + b) =
+            *reinterpret_cast<const std::uint32_t*>(&pr);
+      }
+    }
+  }
+}
+
+// A strip of image rows r0 .. r0 + rows - 1, columns c0 .. c0 + W - 1 (W % 8 == 0) into dst
+// (ld ldd): by cp.async when the image is already in the staged format (fp16: all 16-byte copies
+// of the strip in flight at once, one wait, zero-filled past the image), else im2tensor's
+// register path with 8 vectors in flight per thread (bf16 converts from fp32 as it stages).
+// The caller waits (cp_async_wait_all) and synchronises.
+template <class T>
+__device__ __forceinline__ void stage_strip(const typename T::In* img, long long ld, int ih, int iw,
+                                            int r0, int rows, int c0, int W,
+                                            typename T::Stage* dst, int ldd, bool vec_ok) {
+  using In = typename T::In;
+  if constexpr (std::is_same_v<In, typename T::Stage>) {
+    if (vec_ok) {
+      constexpr int V = 16 / sizeof(In);
+      const int vpr = W / V, total = rows * vpr;
+      for (int e = threadIdx.x; e < total; e += kThreads) {
+        const int row = e / vpr, col = (e % vpr) * V, gr = r0 + row, gc = c0 + col;
+        const int n = gr < ih ? max(0, min(V, iw - gc)) : 0;
+        cp_async_bytes(dst + row * ldd + col,
+                       n > 0 ? img + static_cast<std::size_t>(gr) * ld + gc : img,
+                       n * static_cast<int>(sizeof(In)));
+      }
+      return;
+    }
+  }
+  i2t::stage_image<T, 8>(img, ld, ih, iw, r0, rows, c0, W, dst, ldd, vec_ok);
+}
+
+// rows × width words of a pair table (ld tabw, from word w0 of row r0) into dst, by 4-byte
+// cp.async (issued beside the strip's copies: no extra round trip).
+__device__ __forceinline__ void stage_table(const std::uint32_t* tab, int tabw, int r0, int w0,
+                                            int rows, int width, std::uint32_t* dst) {
+  for (int e = threadIdx.x; e < rows * width; e += kThreads)
+    cp_async_4(dst + e, tab + static_cast<std::size_t>(r0 + e / width) * tabw + w0 + e % width);
 }
 
 // Runtime precision -> traits; the tensor-core formats both methods offer.
