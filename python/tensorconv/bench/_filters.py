@@ -283,9 +283,13 @@ def gaussian_rows(sweep, size, rs, cv2_rs):
                 res["y"] = filters.gaussian(xs[i], sigma, radius=r)
 
             ms = event_median(ours, 2)
-            # 'auto' on a CUDA array: the fused separable_boundary launch where the kernel fits
-            method = ("separable_boundary" if tc._core.separable_boundary_supported(
-                size, size, k, k, "float32") else next(reversed(gaussian_cache.values())).method)
+            # 'auto' on a CUDA array in fp32: the fused separable_boundary launch up to
+            # gaussian._FUSED_FP32_MAX_TAPS taps per axis (and where the kernel fits), else the
+            # `separable` plan on strips (its label: the method of the plan it cached)
+            from tensorconv.filters import gaussian as _g
+            method = ("separable_boundary" if k <= _g._FUSED_FP32_MAX_TAPS
+                      and tc._core.separable_boundary_supported(size, size, k, k, "float32")
+                      else next(reversed(gaussian_cache.values())).method)
             ours(0)
             _emit(sweep, {"impl": "filters.gaussian", "method": method, **base,
                           "timing": "kernel", "median_ms": round(ms, 5), "runs": 20,
