@@ -440,7 +440,7 @@ def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool
         raise ValueError(f"halos='gather' needs a 2-D dask array of NumPy chunks ({why}); use "
                          "halos='auto' or 'map_overlap'")
     if halos != "map_overlap" and why is None:
-        if kernel.__class__.__module__.split(".")[0] == "cupy":
+        if _is_cupy(kernel):
             kernel = kernel.get()
         return _gathered(xs, kernel, ((pt, pb), (pl, pr)), bnd, fill, method, precision,
                          convolve, out_dtype, res_dtype, storage, meta)

@@ -257,6 +257,7 @@ def gaussian_rows(sweep, size, rs, cv2_rs):
 
         import tensorconv as tc
         from tensorconv import filters
+        from tensorconv.filters.gaussian import _FUSED_FP32_MAX_TAPS
         from tensorconv.filters.gaussian import _cache as gaussian_cache
         from tensorconv.filters.gaussian import gaussian_kernel1d
 
@@ -284,10 +285,9 @@ def gaussian_rows(sweep, size, rs, cv2_rs):
 
             ms = event_median(ours, 2)
             # 'auto' on a CUDA array in fp32: the fused separable_boundary launch up to
-            # gaussian._FUSED_FP32_MAX_TAPS taps per axis (and where the kernel fits), else the
+            # _FUSED_FP32_MAX_TAPS taps per axis (and where the kernel fits), else the
             # `separable` plan on strips (its label: the method of the plan it cached)
-            from tensorconv.filters import gaussian as _g
-            method = ("separable_boundary" if k <= _g._FUSED_FP32_MAX_TAPS
+            method = ("separable_boundary" if k <= _FUSED_FP32_MAX_TAPS
                       and tc._core.separable_boundary_supported(size, size, k, k, "float32")
                       else next(reversed(gaussian_cache.values())).method)
             ours(0)
