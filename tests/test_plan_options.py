@@ -18,7 +18,7 @@ def test_table_rows():
     expected = {"naive_shmem.coefficients", "separable.fused", "separable.tensor_cores",
                 "separable.band_mb", "separable.min_segment_rows", "im2tensor.wc",
                 "im2tensor.db", "im2tensor.passes", "im2tensor.wmma", "fir.wc", "fir.db",
-                "fir.layout"}
+                "fir.layout", "fft.layout"}
     assert set(names) == expected
     for o in rows:
         assert o.methods and set(o.methods) <= registry, o
@@ -54,6 +54,7 @@ def test_option_of_another_method():
     ("fir.wc", 48, "multiple of 32"),
     ("fir.db", 0, "1 .. 256"),
     ("fir.layout", "64x4x16", "'16x16x16', '32x8x16'"),
+    ("fft.layout", "cols", "None, 'rows', '2d'"),
 ])
 def test_bad_values_name_the_valid_ones(name, value, valid):
     method = next(o.methods[0] for o in tc.plan_options() if o.name == name)

@@ -31,6 +31,10 @@ struct PlanOptions {
   int fir_wc = 0, fir_db = 0;
   // fir_ki: the paper's 32x8x16 layout instead of 16x16x16 (Kondo Fig. 2, section IV-B).
   bool fir_ki_32x8 = false;
+  // fft (real fp32 / fp64 data): row transforms around a direct product down the columns
+  // (fft_rows.cu) or the 2-D transform pair (fft.cu); automatic: rows where the width is a fast
+  // transform size and the kernel has <= kFftRowsMaxTaps rows.
+  Tri fft_rows = Tri::automatic;
 };
 
 // One option's value as it crosses from Python (None, bool, int or str).

@@ -26,9 +26,6 @@
 // image that is already the transform's input holds one), which the same pass recomputes.
 // Finite images pay three near-empty launches. Complex data (FftComplexPlan) still spreads
 // NaN/inf over the image.
-#include <cufft.h>
-#include <cufftXt.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -38,106 +35,13 @@
 
 #include "../core/factories.hpp"
 #include "common.cuh"
+#include "cufft_util.cuh"
 #include "nonfinite.cuh"
 #include "precision.cuh"
 
 namespace tc {
 namespace cuda {
 namespace {
-
-const char* cufft_name(cufftResult r) {
-  switch (r) {
-    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
-    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
-    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
-    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
-    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
-    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
-    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
-    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
-    default: return "cuFFT error";
-  }
-}
-
-[[noreturn]] void throw_cufft(cufftResult r, const char* what, const char* file, int line) {
-  cudaError_t e = cudaGetLastError();
-  std::string msg = std::string("cuFFT error ") + cufft_name(r) + " (" + std::to_string(int(r)) +
-                    ") in " + what + " at " + file + ":" + std::to_string(line);
-  if (e != cudaSuccess) msg += std::string("; CUDA: ") + cudaGetErrorString(e);
-  if (r == CUFFT_ALLOC_FAILED || e == cudaErrorMemoryAllocation)
-    throw OutOfMemory("out of device memory: " + msg);
-  throw DeviceError(msg);
-}
-
-#define TC_CUFFT_CHECK(expr)                                                           \
-  do {                                                                                 \
-    cufftResult tc_fr_ = (expr);                                                       \
-    if (tc_fr_ != CUFFT_SUCCESS) ::tc::cuda::throw_cufft(tc_fr_, #expr, __FILE__, __LINE__); \
-  } while (0)
-
-// Transform types per precision: Real/Cplx in device memory and cuFFT's data types.
-template <Precision P>
-struct Fft {
-  using Real = float;
-  using Cplx = float2;
-  static constexpr cudaDataType rtype = CUDA_R_32F, ctype = CUDA_C_32F;
-  static constexpr bool scaled = false;
-};
-template <>
-struct Fft<Precision::fp16> {
-  using Real = __half;
-  using Cplx = __half2;
-  static constexpr cudaDataType rtype = CUDA_R_16F, ctype = CUDA_C_16F;
-  static constexpr bool scaled = true;
-};
-template <>
-struct Fft<Precision::fp64> {
-  using Real = double;
-  using Cplx = double2;
-  static constexpr cudaDataType rtype = CUDA_R_64F, ctype = CUDA_C_64F;
-  static constexpr bool scaled = false;
-};
-
-// A cuFFT plan whose work area we own, so that workspace_bytes() can report it.
-class CufftPlan {
- public:
-  CufftPlan() = default;
-  ~CufftPlan() {
-    if (h_) cufftDestroy(h_);
-  }
-  CufftPlan(const CufftPlan&) = delete;
-  CufftPlan& operator=(const CufftPlan&) = delete;
-  // batch transforms of contiguous n0 x n1 arrays (out-of-place: dense input and output).
-  std::size_t make(long long n0, long long n1, cudaDataType in, cudaDataType out,
-                   cudaDataType exec, bool own_work, long long batch = 1) {
-    TC_CUFFT_CHECK(cufftCreate(&h_));
-    if (own_work) TC_CUFFT_CHECK(cufftSetAutoAllocation(h_, 0));
-    long long n[2] = {n0, n1};
-    std::size_t ws = 0;
-    TC_CUFFT_CHECK(cufftXtMakePlanMany(h_, 2, n, nullptr, 1, 0, in, nullptr, 1, 0, out, batch,
-                                       &ws, exec));
-    return ws;
-  }
-  cufftHandle get() const { return h_; }
-
- private:
-  cufftHandle h_ = 0;
-};
-
-std::int64_t next_fast_size(std::int64_t n, bool pow2) {
-  n = std::max<std::int64_t>(n, 2);
-  if (pow2) {
-    std::int64_t p = 1;
-    while (p < n) p <<= 1;
-    return p;
-  }
-  for (std::int64_t m = n;; ++m) {
-    std::int64_t r = m;
-    for (int f : {2, 3, 5, 7})
-      while (r % f == 0) r /= f;
-    if (r == 1) return m;
-  }
-}
 
 // ---- device kernels ------------------------------------------------------------------------
 template <class Store>
@@ -602,6 +506,7 @@ class FftComplexPlan final : public CudaPlan {
 
 std::unique_ptr<Plan> make_fft_plan(const PlanRequest& r) {
   cuda::check_int_extent(r);
+  if (cuda::fft_rows_applies(r)) return cuda::make_fft_rows_plan(r);
   if (r.complex_data) {
     if (r.precision == Precision::fp32)
       return std::make_unique<cuda::FftComplexPlan<Precision::fp32>>(r);

@@ -1,0 +1,207 @@
+// "fft" by rows, for real fp32 / fp64 images (make_fft_plan's choice where the width is a fast
+// transform size and kh <= kFftRowsMaxTaps; plan option fft.layout): a 1-D R2C along every
+// image row, the column-direction correlation done directly on the row spectra
+// (fft_rows.cuh: kh complex taps per value), a 1-D C2R along every output row, and a crop that
+// keeps each row's first W - kw + 1 values and adds back the float64 DC term. Against the 2-D
+// pair (fft.cu) it skips the column transforms both ways and the spectrum product pass: on the
+// H100 at 4096^2 fp32 0.22-0.28 ms against 0.45 (k = 3..55; benchmarks/fft_hybrid.cu).
+//
+// The image is the R2C's input as it is (no staging copy). A NaN or inf pixel makes its whole
+// row spectrum non-finite, hence every output of the kh rows above it; the crop marks them and
+// NonfiniteRepair::run recomputes every non-finite output by a direct float64 sum, so NaN/inf
+// stay local (slow only for such images).
+//
+// Workspace: the image is cut into bands of output rows whose row spectra and product rows fit
+// kRowsCapBytes (the last band overlaps the one before, so one plan pair serves all): the row
+// spectra (also the C2R's output), the product rows, the float64 DC per row, and the taps.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../core/factories.hpp"
+#include "common.cuh"
+#include "cufft_util.cuh"
+#include "fft_rows.cuh"
+#include "nonfinite.cuh"
+
+namespace tc {
+namespace cuda {
+namespace {
+
+constexpr int kR = 8;  // output rows per thread of the product
+constexpr std::int64_t kRowsCapBytes = std::int64_t(512) << 20;
+
+// out[y][x] = buf[y][x] + dc[y] (in float64, rounded once), the first `cols` values of each row.
+template <class T>
+__global__ void crop_dc_kernel(const T* __restrict__ buf, int w, const double* __restrict__ dc,
+                               T* __restrict__ out, std::int64_t stride, int rows, int cols,
+                               int* nf) {
+  for (int y = blockIdx.y; y < rows; y += gridDim.y) {
+    const double d = dc[y];
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < cols; x += gridDim.x * blockDim.x) {
+      const T v = static_cast<T>(static_cast<double>(buf[static_cast<std::int64_t>(y) * w + x]) + d);
+      out[y * stride + x] = v;
+      mark_nonfinite(nf, v);
+    }
+  }
+}
+
+template <Precision P>
+class FftRowsPlan final : public CudaPlan {
+  using T = std::conditional_t<P == Precision::fp64, double, float>;
+  using C = typename fftrows::Cx<T>::type;
+  static constexpr int kWarps = sizeof(T) == 4 ? 8 : 4;  // measured (fft_hybrid.cu)
+  using G = fftrows::Geometry<T, kR, kWarps>;
+
+ public:
+  explicit FftRowsPlan(const PlanRequest& r) : CudaPlan(r), nf_(r) {
+    w_ = r.iw;
+    mc_ = w_ / 2 + 1;
+    kh_ = r.kh;
+    oh_ = r.ih - r.kh + 1;
+    ow_ = r.iw - r.kw + 1;
+    kp_ = (kh_ + kR - 1) / kR * kR;
+    smem_ = G::smem_bytes(static_cast<int>(kp_));
+    int optin = 0;
+    TC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device()));
+    if (smem_ > static_cast<std::size_t>(optin))
+      throw ValueError("fft.layout='rows' takes kernels of at most " +
+                       std::to_string((optin / (32 * sizeof(C)) - G::kRows) / 2 / kR * kR) +
+                       " rows in " + precision_name(P) + "; this one has " + std::to_string(kh_) +
+                       " (use fft.layout='2d')");
+    if (w_ > 0x7fffffff / 2) throw ValueError("image too large for the fft method");
+    const std::int64_t per_row = 2 * mc_ * static_cast<std::int64_t>(sizeof(C));
+    hb_ = std::min<std::int64_t>(oh_, std::max<std::int64_t>(1, kRowsCapBytes / per_row));
+    hin_ = hb_ + kh_ - 1;
+    spec_.reset(hin_ * mc_ * sizeof(C));  // also the C2R's hb x w real output
+    o_.reset(hb_ * mc_ * sizeof(C));
+    dc_.reset(hb_ * sizeof(double));
+    taps(r);
+    make_forward(r.iw);
+    TC_CUDA_CHECK(cudaFuncSetAttribute(fftrows::correlate_down<T, kR, kWarps>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem_)));
+  }
+
+  std::size_t workspace_bytes() const override {
+    return work_.bytes() + spec_.bytes() + o_.bytes() + dc_.bytes() + taps_.bytes() +
+           kdc_.bytes();
+  }
+
+ protected:
+  void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
+    if (in.row_stride != stride_) make_forward(in.row_stride);
+    nf_.arm(stream);
+    TC_CUFFT_CHECK(cufftSetStream(fwd_->get(), stream));
+    TC_CUFFT_CHECK(cufftSetStream(inv_->get(), stream));
+    const dim3 pgrid = G::grid(static_cast<int>(mc_), static_cast<int>(hb_));
+    const dim3 cgrid(std::max(1, std::min(ceil_div(ow_, 256), 64)),
+                     static_cast<unsigned>(std::min<std::int64_t>(hb_, 65535)));
+    const std::int64_t bands = (oh_ + hb_ - 1) / hb_;
+    for (std::int64_t b = 0; b < bands; ++b) {
+      const std::int64_t y0 = std::min(b * hb_, oh_ - hb_);  // the last band overlaps
+      T* src = const_cast<T*>(in.ptr<T>()) + y0 * in.row_stride;
+      TC_CUFFT_CHECK(cufftXtExec(fwd_->get(), src, spec_.get(), CUFFT_FORWARD));
+      fftrows::correlate_down<T, kR, kWarps><<<pgrid, G::kThreads, smem_, stream>>>(
+          spec_.get<C>(), mc_, static_cast<int>(hin_), static_cast<int>(mc_), taps_.get<C>(),
+          mc_, static_cast<int>(kp_), o_.get<C>(), mc_, static_cast<int>(hb_), nullptr,
+          kdc_.get<double>(), dc_.get<double>());
+      TC_CUDA_LAUNCH_CHECK();
+      TC_CUFFT_CHECK(cufftXtExec(inv_->get(), o_.get(), spec_.get(), CUFFT_INVERSE));
+      crop_dc_kernel<T><<<cgrid, 256, 0, stream>>>(
+          spec_.get<T>(), static_cast<int>(w_), dc_.get<double>(), out.ptr<T>() + y0 * out.row_stride,
+          out.row_stride, static_cast<int>(hb_), static_cast<int>(ow_), nf_.flag());
+      TC_CUDA_LAUNCH_CHECK();
+    }
+    nf_.run(in, out, stream, true);
+  }
+
+ private:
+  // The forward plan reads rows `stride` elements apart (the image's row stride); the inverse
+  // writes rows of w into the spectrum buffer. One work area for both (they run in turn).
+  void make_forward(std::int64_t stride) {
+    fwd_ = std::make_unique<CufftPlan>();
+    const std::size_t ws_f = fwd_->make_rows(w_, stride, mc_, Fft<P>::rtype, Fft<P>::ctype,
+                                             Fft<P>::ctype, true, hin_);
+    std::size_t ws_i = 0;
+    if (!inv_) {
+      inv_ = std::make_unique<CufftPlan>();
+      ws_i = inv_->make_rows(w_, mc_, w_, Fft<P>::ctype, Fft<P>::rtype, Fft<P>::ctype, true, hb_);
+      inv_ws_ = ws_i;
+    }
+    const std::size_t need = std::max({ws_f, inv_ws_, std::size_t(1)});
+    if (need > work_.bytes()) work_.reset(need);
+    TC_CUFFT_CHECK(cufftSetWorkArea(fwd_->get(), work_.get()));
+    TC_CUFFT_CHECK(cufftSetWorkArea(inv_->get(), work_.get()));
+    stride_ = stride;
+  }
+
+  // taps[s][v] = conj(sum_t k[s][t] e^{-2 pi i v t / W}) / W (kp rows, zeros past kh), and the
+  // DC taps kdc[s] = sum_t k[s][t] / W in float64; computed in float64 on the host.
+  void taps(const PlanRequest& r) {
+    std::vector<double> cs(w_), sn(w_);
+    for (std::int64_t j = 0; j < w_; ++j) {
+      const double a = 2.0 * M_PI * static_cast<double>(j) / static_cast<double>(w_);
+      cs[j] = std::cos(a);
+      sn[j] = std::sin(a);
+    }
+    std::vector<C> host(static_cast<std::size_t>(kp_ * mc_), C{0, 0});
+    std::vector<double> dc(static_cast<std::size_t>(kp_), 0.0);
+    const double inv_w = 1.0 / static_cast<double>(w_);
+    for (std::int64_t s = 0; s < kh_; ++s) {
+      const double* row = r.kernel + s * r.kw;
+      double sum = 0;
+      for (std::int64_t t = 0; t < r.kw; ++t) sum += row[t];
+      dc[s] = sum * inv_w;
+      for (std::int64_t v = 0; v < mc_; ++v) {
+        double re = 0, im = 0;
+        std::int64_t j = 0;  // v t mod W
+        for (std::int64_t t = 0; t < r.kw; ++t) {
+          re += row[t] * cs[j];
+          im += row[t] * sn[j];  // conj(e^{-i a}) = e^{+i a}
+          j += v;
+          if (j >= w_) j -= w_;
+        }
+        host[s * mc_ + v] = C{static_cast<T>(re * inv_w), static_cast<T>(im * inv_w)};
+      }
+    }
+    taps_.reset(host.size() * sizeof(C));
+    kdc_.reset(dc.size() * sizeof(double));
+    TC_CUDA_CHECK(cudaMemcpy(taps_.get(), host.data(), taps_.bytes(), cudaMemcpyHostToDevice));
+    TC_CUDA_CHECK(cudaMemcpy(kdc_.get(), dc.data(), kdc_.bytes(), cudaMemcpyHostToDevice));
+  }
+
+  std::int64_t w_ = 0, mc_ = 0, kh_ = 0, oh_ = 0, ow_ = 0, kp_ = 0, hb_ = 0, hin_ = 0;
+  std::int64_t stride_ = -1;
+  std::size_t smem_ = 0, inv_ws_ = 0;
+  std::unique_ptr<CufftPlan> fwd_, inv_;
+  DeviceBuffer work_, spec_, o_, dc_, taps_, kdc_;
+  NonfiniteRepair nf_;
+};
+
+}  // namespace
+
+bool fft_rows_applies(const PlanRequest& r) {
+  const Tri want = r.options.fft_rows;
+  const bool real32_64 = !r.complex_data &&
+                         (r.precision == Precision::fp32 || r.precision == Precision::fp64);
+  if (want == Tri::off) return false;
+  if (want == Tri::on) {
+    if (!real32_64)
+      throw ValueError(std::string("fft.layout='rows' takes real fp32 / fp64 data, not ") +
+                       (r.complex_data ? "complex data" : precision_name(r.precision)));
+    return true;
+  }
+  return real32_64 && r.kh <= kFftRowsMaxTaps && next_fast_size(r.iw, false) == r.iw;
+}
+
+std::unique_ptr<Plan> make_fft_rows_plan(const PlanRequest& r) {
+  if (r.precision == Precision::fp32) return std::make_unique<FftRowsPlan<Precision::fp32>>(r);
+  return std::make_unique<FftRowsPlan<Precision::fp64>>(r);
+}
+
+}  // namespace cuda
+}  // namespace tc

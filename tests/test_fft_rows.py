@@ -1,0 +1,148 @@
+"""fft by rows (csrc/cuda/fft_rows.cu: row R2C, a direct product down the columns of the row
+spectra, row C2R, crop + float64 DC), the fft method's form for real fp32 / fp64 images with a
+fast width and kh <= 120, against scipy: odd shapes (forced with fft.layout='rows' where the width
+is not a fast size), the 2-D form on the same data, row bands (their last one overlapping),
+NaN/inf that must reach only their own windows, and the refusals of the option. The USC-SIPI
+MAPE table per kernel size is tests/test_accuracy.py (fft's registry rows run this form)."""
+
+import numpy as np
+import pytest
+import scipy.signal
+from bounds import mape_bound, rel_l2_bound
+from conftest import require_available
+
+import tensorconv as tc
+from tensorconv.metrics import mape, relative_l2
+
+METHOD = "fft"
+ROWS = {"fft.layout": "rows"}
+PRECISIONS = ("fp32", "fp64")
+
+SHAPES = [
+    ((67, 93), (3, 5)),        # 93 = 3 * 31: not a fast width (forced)
+    ((200, 256), (15, 15)),
+    ((61, 301), (7, 70)),      # wide kernel, prime-ish width (forced)
+    ((333, 40), (120, 4)),     # the tallest kernel of the automatic choice
+    ((20, 19), (20, 19)),      # kernel as large as the image: 1x1 output
+    ((1, 200), (1, 9)),        # one row
+    ((150, 1), (17, 1)),       # one column (width 1)
+    ((1, 64), (1, 64)),        # 1xN kernel as large as the image
+    ((129, 256), (55, 55)),
+    ((90, 540), (25, 9)),
+]
+
+pytestmark = pytest.mark.gpu
+
+
+def _check(precision, image, kernel, signed, options):
+    ref = scipy.signal.correlate2d(image, kernel, "valid")
+    out = tc.correlate2d(image, kernel, "valid", method=METHOD, precision=precision,
+                         options=options)
+    assert out.shape == ref.shape
+    assert np.isfinite(np.asarray(out, dtype=np.float64)).all()
+    if signed:
+        err = relative_l2(out, ref)
+        assert err <= rel_l2_bound(METHOD, precision), (image.shape, kernel.shape, err)
+    else:
+        err = mape(out, ref)
+        assert err <= mape_bound(METHOD, precision), (image.shape, kernel.shape, err)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_odd_shapes_vs_scipy(precision):
+    require_available(METHOD)
+    rng = np.random.default_rng(1995)
+    for ishape, kshape in SHAPES:
+        _check(precision, rng.random(ishape), rng.random(kshape), False, ROWS)
+        _check(precision, rng.standard_normal(ishape), rng.standard_normal(kshape), True, ROWS)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_default_is_rows_where_it_applies(precision):
+    """A fast width and kh <= 120: the default plan is the rows form (bit for bit), whose fp32
+    error is below the 2-D pair's on the papers' data; a 121-row kernel takes the 2-D pair."""
+    require_available(METHOD)
+    rng = np.random.default_rng(3)
+    image, kernel = rng.random((300, 512)), rng.random((25, 25))
+    ref = scipy.signal.correlate(image, kernel, "valid", method="direct")
+    got = {lay: np.asarray(tc.correlate2d(image, kernel, "valid", method=METHOD,
+                                          precision=precision, options={"fft.layout": lay}))
+           for lay in (None, "rows", "2d")}
+    np.testing.assert_array_equal(got[None], got["rows"])
+    assert mape(got["rows"], ref) <= mape_bound(METHOD, precision)
+    assert mape(got["2d"], ref) <= mape_bound(METHOD, precision)
+    if precision == "fp32":
+        assert mape(got["rows"], ref) < mape(got["2d"], ref)
+    tall = rng.random((121, 3))
+    a = tc.correlate2d(image, tall, "valid", method=METHOD, precision=precision)
+    b = tc.correlate2d(image, tall, "valid", method=METHOD, precision=precision,
+                       options={"fft.layout": "2d"})
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_device_arrays_and_stacks(precision):
+    cp = pytest.importorskip("cupy")
+    require_available(METHOD)
+    rng = np.random.default_rng(8)
+    stack, kernel = rng.random((3, 130, 256)), rng.random((9, 11))
+    p = tc.plan(kernel, (130, 256), mode="valid", method=METHOD, precision=precision)
+    out = cp.asnumpy(p(cp.asarray(stack.astype(p.storage))))
+    for b in range(3):
+        ref = scipy.signal.correlate2d(stack[b], kernel, "valid")
+        assert mape(out[b], ref) <= mape_bound(METHOD, precision), b
+
+
+def test_row_bands_overlap_at_the_end():
+    """fp64 at 9000 x 8192: row spectra of 4096 output rows per band (512 MiB), three bands, the
+    last one overlapping the second; sampled outputs against float64 sums."""
+    cp = pytest.importorskip("cupy")
+    require_available(METHOD)
+    rng = np.random.default_rng(9)
+    image = cp.random.default_rng(10).random((9000, 8192), dtype=cp.float64)
+    kernel = rng.random((31, 17))
+    p = tc.plan(kernel, image.shape, mode="valid", method=METHOD, precision="fp64")
+    assert p.workspace_bytes <= (1 << 30), p.workspace_bytes
+    out = p(image)
+    oh, ow = out.shape
+    ys = np.r_[0, oh - 1, 4095, 4096, 4097, 8191, 8192, oh - 4096, rng.integers(0, oh, 40)]
+    xs = np.r_[0, ow - 1, rng.integers(0, ow, 46)]
+    for y, x in zip(ys, xs):
+        want = float((cp.asnumpy(image[y:y + 31, x:x + 17]) * kernel).sum())
+        assert abs(float(out[y, x]) - want) <= 1e-12 * abs(want), (y, x)
+
+
+@pytest.mark.parametrize("kshape", [(3, 3), (15, 15), (7, 70), (40, 5)])
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_nonfinite_stay_local(precision, kshape):
+    require_available(METHOD)
+    rng = np.random.default_rng(17)
+    image = rng.random((200, 256))
+    image[0, 0] = np.nan
+    image[199, 255] = np.inf
+    image[0, 150] = -np.inf
+    image[100, 0] = np.nan
+    image[77, 123] = np.inf
+    image[150, 250] = np.nan
+    kernel = rng.random(kshape) + 0.1  # positive: inf stays inf, no inf - inf
+    expected = scipy.signal.correlate2d(image, kernel, "valid")
+    got = np.asarray(tc.correlate2d(image, kernel, "valid", method=METHOD, precision=precision),
+                     dtype=np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    finite = np.isfinite(expected)
+    assert mape(got[finite], expected[finite]) <= mape_bound(METHOD, precision)
+
+
+def test_refusals_name_the_reason():
+    require_available(METHOD)
+    k = np.ones((3, 3))
+    for precision in ("fp16", "fp16fp32"):
+        with pytest.raises(ValueError, match="fft.layout='rows' takes real fp32 / fp64 data"):
+            tc.plan(k, (64, 64), mode="valid", method=METHOD, precision=precision, options=ROWS)
+    with pytest.raises(ValueError, match="fft.layout='rows' takes kernels of at most"):
+        tc.plan(np.ones((300, 3)), (400, 64), mode="valid", method=METHOD, precision="fp64",
+                options=ROWS)
+    p = tc.plan(k, (64, 64), mode="valid", method=METHOD, precision="fp32", options=ROWS)
+    with pytest.raises(ValueError, match="complex data"):
+        p(np.ones((64, 64), np.complex64))
