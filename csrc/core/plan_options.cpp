@@ -98,7 +98,7 @@ const std::vector<PlanOptionInfo>& plan_option_table() {
       {"fft.layout", "fft", "None, 'rows', '2d'", "None",
        "real fp32 / fp64 images: 'rows' transforms every row (1-D R2C), correlates each "
        "column of the row spectra with the kernel rows' spectra directly (kh complex taps) and "
-       "transforms back (1.7-2x faster than the 2-D pair on the H100 at 4096^2, k <= 55); '2d' "
+       "transforms back (1.5-1.9x faster than the 2-D pair on the H100 at 4096^2, k <= 55); '2d' "
        "runs the 2-D transform pair; None: rows where the width is a fast transform size and "
        "kh <= 120. fp16 / fp16fp32 and complex data take the 2-D pair ('rows' is refused for them)",
        [](PlanOptions& o, const OptionValue& v) {

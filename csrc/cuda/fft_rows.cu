@@ -4,16 +4,19 @@
 // (fft_rows.cuh: kh complex taps per value), a 1-D C2R along every output row, and a crop that
 // keeps each row's first W - kw + 1 values and adds back the float64 DC term. Against the 2-D
 // pair (fft.cu) it skips the column transforms both ways and the spectrum product pass: on the
-// H100 at 4096^2 fp32 0.22-0.28 ms against 0.45 (k = 3..55; benchmarks/fft_hybrid.cu).
+// H100 at 4096^2 through a plan, fp32 0.24-0.30 ms and fp64 0.41-0.53 ms for k = 3..55, against
+// 0.44 / 0.83 for the 2-D pair and 0.48 / 0.91 for torch.fft (benchmarks/fft_hybrid.cu times the
+// steps).
 //
 // The image is the R2C's input as it is (no staging copy). A NaN or inf pixel makes its whole
 // row spectrum non-finite, hence every output of the kh rows above it; the crop marks them and
 // NonfiniteRepair::run recomputes every non-finite output by a direct float64 sum, so NaN/inf
 // stay local (slow only for such images).
 //
-// Workspace: the image is cut into bands of output rows whose row spectra and product rows fit
-// kRowsCapBytes (the last band overlaps the one before, so one plan pair serves all): the row
-// spectra (also the C2R's output), the product rows, the float64 DC per row, and the taps.
+// Workspace: the image is cut into bands of output rows whose row spectra, product rows and
+// cuFFT work area fit kRowsCapBytes (the last band overlaps the one before, so one plan pair
+// serves all): the row spectra (also the C2R's output), the product rows, the float64 DC per
+// row, the taps and the work area.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -73,14 +76,23 @@ class FftRowsPlan final : public CudaPlan {
                        " rows in " + precision_name(P) + "; this one has " + std::to_string(kh_) +
                        " (use fft.layout='2d')");
     if (w_ > 0x7fffffff / 2) throw ValueError("image too large for the fft method");
+    // Rows per band: spectra + product rows + cuFFT's work area within kRowsCapBytes. The work
+    // area is known once plans exist (1-D fp64 transforms of 8192 need about their data again):
+    // plan for the data alone, then again with the work area's share per row if it was larger.
     const std::int64_t per_row = 2 * mc_ * static_cast<std::int64_t>(sizeof(C));
-    hb_ = std::min<std::int64_t>(oh_, std::max<std::int64_t>(1, kRowsCapBytes / per_row));
-    hin_ = hb_ + kh_ - 1;
+    set_band(kRowsCapBytes / per_row);
+    std::size_t work = make_plans(r.iw);
+    const std::int64_t fit = kRowsCapBytes / (per_row + static_cast<std::int64_t>(work) / hb_ + 1);
+    if (fit < hb_) {
+      set_band(fit);
+      inv_.reset();
+      work = make_plans(r.iw);
+    }
     spec_.reset(hin_ * mc_ * sizeof(C));  // also the C2R's hb x w real output
     o_.reset(hb_ * mc_ * sizeof(C));
     dc_.reset(hb_ * sizeof(double));
     taps(r);
-    make_forward(r.iw);
+    attach_work(work);
     TC_CUDA_CHECK(cudaFuncSetAttribute(fftrows::correlate_down<T, kR, kWarps>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_)));
@@ -93,7 +105,7 @@ class FftRowsPlan final : public CudaPlan {
 
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
-    if (in.row_stride != stride_) make_forward(in.row_stride);
+    if (in.row_stride != stride_) attach_work(make_plans(in.row_stride));
     nf_.arm(stream);
     TC_CUFFT_CHECK(cufftSetStream(fwd_->get(), stream));
     TC_CUFFT_CHECK(cufftSetStream(inv_->get(), stream));
@@ -120,23 +132,30 @@ class FftRowsPlan final : public CudaPlan {
   }
 
  private:
+  void set_band(std::int64_t rows) {
+    hb_ = std::min<std::int64_t>(oh_, std::max<std::int64_t>(1, rows));
+    hin_ = hb_ + kh_ - 1;
+  }
+
   // The forward plan reads rows `stride` elements apart (the image's row stride); the inverse
-  // writes rows of w into the spectrum buffer. One work area for both (they run in turn).
-  void make_forward(std::int64_t stride) {
+  // writes rows of w into the spectrum buffer. Returns the work area both need (they run in
+  // turn and share one).
+  std::size_t make_plans(std::int64_t stride) {
     fwd_ = std::make_unique<CufftPlan>();
     const std::size_t ws_f = fwd_->make_rows(w_, stride, mc_, Fft<P>::rtype, Fft<P>::ctype,
                                              Fft<P>::ctype, true, hin_);
-    std::size_t ws_i = 0;
     if (!inv_) {
       inv_ = std::make_unique<CufftPlan>();
-      ws_i = inv_->make_rows(w_, mc_, w_, Fft<P>::ctype, Fft<P>::rtype, Fft<P>::ctype, true, hb_);
-      inv_ws_ = ws_i;
+      inv_ws_ = inv_->make_rows(w_, mc_, w_, Fft<P>::ctype, Fft<P>::rtype, Fft<P>::ctype, true, hb_);
     }
-    const std::size_t need = std::max({ws_f, inv_ws_, std::size_t(1)});
-    if (need > work_.bytes()) work_.reset(need);
+    stride_ = stride;
+    return std::max(ws_f, inv_ws_);
+  }
+
+  void attach_work(std::size_t need) {
+    if (need > work_.bytes() || !work_.get()) work_.reset(std::max<std::size_t>(need, 1));
     TC_CUFFT_CHECK(cufftSetWorkArea(fwd_->get(), work_.get()));
     TC_CUFFT_CHECK(cufftSetWorkArea(inv_->get(), work_.get()));
-    stride_ = stride;
   }
 
   // taps[s][v] = conj(sum_t k[s][t] e^{-2 pi i v t / W}) / W (kp rows, zeros past kh), and the

@@ -13,8 +13,9 @@
 // The DC column (v = 0) carries almost all of an output's magnitude for positive data (the mean
 // times the kernel sum) and, rounded in T, most of fp32's error. With dc given, it is summed in
 // float64 (taps kdc[s] = sum_t k[s][t] / W), written to dc[y] instead of O, and O[y][0] = 0: the
-// C2R then transforms only the small rest, and the crop adds dc[y] in float64 (fp32 MAPE ~3x
-// lower in a NumPy emulation of the pipeline; free for fp64).
+// C2R then transforms only the small rest, and the crop adds dc[y] in float64. A NumPy
+// emulation of the pipeline (pocketfft in float32) had fp32 MAPE 2-3x lower with it; on the H100
+// the fft fp32 MAPE stayed 1.0-1.1e-5 % (with cuFFT the row R2C's rounding dominates).
 #pragma once
 #include <cstdint>
 
