@@ -7,6 +7,9 @@
 //                only the last class through the workspace
 //   rows_v1+copy the first product kernel (one thread per column, global loads)
 //   2d           fft.cu's direct path: 2-D R2C on the image, spectrum product, 2-D C2R, crop
+//   fp32 only, where the error comes from: pkg+dc (the package's pipeline: DC column in float64,
+//   kept out of the C2R, added by the crop), r2c64 (the same with the R2C in fp64, its spectrum
+//   rounded to complex64), c2r64 (with the C2R and crop in fp64); the latter two untimed
 // Median of 20 (CUDA events, harness.cuh), fp32 and fp64, k x k kernels U[0, 1) on a U[0, 1)
 // image. Accuracy: every fp32 output against the fp64 rows+copy result (MAPE in %), and every
 // variant on 512 sampled outputs (corners, row ends) against a float64 direct sum on the host.
@@ -15,6 +18,7 @@
 #include <cufft.h>
 
 #include <cmath>
+#include <type_traits>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -81,6 +85,18 @@ __global__ void __launch_bounds__(128) correlate_cols(const typename Ty<T>::C* _
 #pragma unroll
   for (int r = 0; r < R; ++r)
     if (y0 + r < oh) o[std::int64_t(y0 + r) * mc + v] = acc[r];
+}
+
+// element-wise conversions for the accuracy variants (float2 <-> double2, double -> float)
+__device__ inline float2 cvt(double2 v, float2*) { return make_float2(float(v.x), float(v.y)); }
+__device__ inline double2 cvt(float2 v, double2*) { return make_double2(v.x, v.y); }
+__device__ inline float cvt(double v, float*) { return float(v); }
+__device__ inline double cvt(float v, double*) { return v; }
+template <class A, class B>
+__global__ void convert(const A* in, B* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = cvt(in[i], static_cast<B*>(nullptr));
 }
 
 template <class C>
@@ -285,6 +301,61 @@ struct Run {
         crop();
       });
       report("rows_v1+copy", ms, fetch(out));
+    }
+    if constexpr (std::is_same<T, float>::value) {  // where fp32's error comes from
+      std::vector<double> kdc(kp, 0.0);
+      for (int a = 0; a < k; ++a) {
+        double t = 0;
+        for (int b = 0; b < k; ++b) t += ker[a * k + b];
+        kdc[a] = t / n;
+      }
+      harness::Dev d_kdc(kp * sizeof(double)), d_dc(std::size_t(n) * sizeof(double));
+      TC_CUDA_CHECK(cudaMemcpy(d_kdc.p, kdc.data(), kp * sizeof(double), cudaMemcpyHostToDevice));
+      const double* kdc_p = static_cast<double*>(d_kdc.p);
+      double* dc_p = static_cast<double*>(d_dc.p);
+      const dim3 cg(std::min(ceil_div(ow, 256), 64), oh);
+      auto prod_dc = [&](const C* a) {
+        fftrows::correlate_down<T, R, WARPS><<<G::grid(int(mc), oh), G::kThreads, sm>>>(
+            a, mc, n, int(mc), taps, mc, kp, o, mc, oh, nullptr, kdc_p, dc_p);
+      };
+      auto crop_dc = [&](const T* buf) {
+        fftrows::crop_dc<T><<<cg, 256>>>(buf, n, dc_p, out, ow, oh, ow, nullptr);
+      };
+      ms = harness::median_ms([&] {
+        Ty<T>::fwd(pf, img_p, spec);
+        prod_dc(spec);
+        Ty<T>::inv(pi, o, ws);
+        crop_dc(ws);
+      });
+      report("pkg+dc", ms, fetch(out));
+      {  // R2C in fp64 (the image widened), its spectrum rounded to complex64
+        harness::Dev d_img64(npx * sizeof(double)), d_spec64(mc * n * sizeof(double2));
+        convert<float, double><<<1024, 256>>>(img_p, static_cast<double*>(d_img64.p), npx);
+        cufftHandle p64;
+        CK(cufftPlanMany(&p64, 1, nn, nullptr, 1, 0, nullptr, 1, 0, CUFFT_D2Z, n));
+        CK(cufftExecD2Z(p64, static_cast<double*>(d_img64.p), static_cast<double2*>(d_spec64.p)));
+        convert<double2, float2><<<1024, 256>>>(static_cast<double2*>(d_spec64.p), spec, mc * n);
+        prod_dc(spec);
+        Ty<T>::inv(pi, o, ws);
+        crop_dc(ws);
+        report("r2c64", 0.f, fetch(out));
+        cufftDestroy(p64);
+      }
+      {  // C2R in fp64 (the product rows widened), crop in float64
+        harness::Dev d_o64(mc * std::size_t(oh) * sizeof(double2)),
+            d_ws64(std::size_t(n) * oh * sizeof(double)), d_out64(std::size_t(oh) * ow * sizeof(double));
+        Ty<T>::fwd(pf, img_p, spec);
+        prod_dc(spec);
+        convert<float2, double2><<<1024, 256>>>(o, static_cast<double2*>(d_o64.p), mc * oh);
+        cufftHandle p64;
+        CK(cufftPlanMany(&p64, 1, nn, nullptr, 1, 0, nullptr, 1, 0, CUFFT_Z2D, oh));
+        CK(cufftExecZ2D(p64, static_cast<double2*>(d_o64.p), static_cast<double*>(d_ws64.p)));
+        fftrows::crop_dc<double><<<cg, 256>>>(static_cast<double*>(d_ws64.p), n, dc_p,
+                                              static_cast<double*>(d_out64.p), ow, oh, ow, nullptr);
+        convert<double, float><<<1024, 256>>>(static_cast<double*>(d_out64.p), out, std::int64_t(oh) * ow);
+        report("c2r64", 0.f, fetch(out));
+        cufftDestroy(p64);
+      }
     }
     cufftDestroy(pf);
     cufftDestroy(pi);

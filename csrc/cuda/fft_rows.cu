@@ -37,21 +37,6 @@ namespace {
 constexpr int kR = 8;  // output rows per thread of the product
 constexpr std::int64_t kRowsCapBytes = std::int64_t(512) << 20;
 
-// out[y][x] = buf[y][x] + dc[y] (in float64, rounded once), the first `cols` values of each row.
-template <class T>
-__global__ void crop_dc_kernel(const T* __restrict__ buf, int w, const double* __restrict__ dc,
-                               T* __restrict__ out, std::int64_t stride, int rows, int cols,
-                               int* nf) {
-  for (int y = blockIdx.y; y < rows; y += gridDim.y) {
-    const double d = dc[y];
-    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < cols; x += gridDim.x * blockDim.x) {
-      const T v = static_cast<T>(static_cast<double>(buf[static_cast<std::int64_t>(y) * w + x]) + d);
-      out[y * stride + x] = v;
-      mark_nonfinite(nf, v);
-    }
-  }
-}
-
 template <Precision P>
 class FftRowsPlan final : public CudaPlan {
   using T = std::conditional_t<P == Precision::fp64, double, float>;
@@ -123,7 +108,7 @@ class FftRowsPlan final : public CudaPlan {
           kdc_.get<double>(), dc_.get<double>());
       TC_CUDA_LAUNCH_CHECK();
       TC_CUFFT_CHECK(cufftXtExec(inv_->get(), o_.get(), spec_.get(), CUFFT_INVERSE));
-      crop_dc_kernel<T><<<cgrid, 256, 0, stream>>>(
+      fftrows::crop_dc<T><<<cgrid, 256, 0, stream>>>(
           spec_.get<T>(), static_cast<int>(w_), dc_.get<double>(), out.ptr<T>() + y0 * out.row_stride,
           out.row_stride, static_cast<int>(hb_), static_cast<int>(ow_), nf_.flag());
       TC_CUDA_LAUNCH_CHECK();

@@ -13,9 +13,10 @@
 // The DC column (v = 0) carries almost all of an output's magnitude for positive data (the mean
 // times the kernel sum) and, rounded in T, most of fp32's error. With dc given, it is summed in
 // float64 (taps kdc[s] = sum_t k[s][t] / W), written to dc[y] instead of O, and O[y][0] = 0: the
-// C2R then transforms only the small rest, and the crop adds dc[y] in float64. A NumPy
-// emulation of the pipeline (pocketfft in float32) had fp32 MAPE 2-3x lower with it; on the H100
-// the fft fp32 MAPE stayed 1.0-1.1e-5 % (with cuFFT the row R2C's rounding dominates).
+// C2R then transforms only the small rest, and the crop adds dc[y] in float64. On the H100
+// (benchmarks/fft_hybrid.cu, U[0, 1) image and kernel) fp32 MAPE 2.1-6.8e-6 % with it against
+// 0.76-1.15e-5 % without; an R2C or C2R in fp64 instead, or rows centred before the R2C, gained
+// nothing more.
 #pragma once
 #include <cstdint>
 
@@ -107,6 +108,20 @@ __global__ void __launch_bounds__(WARPS * 32) correlate_down(
     if (y < oh) {
       o[y * ldo + v] = acc[r];
       if (nf != nullptr && (nonfinite(acc[r].x) || nonfinite(acc[r].y))) *nf = 1;
+    }
+  }
+}
+
+// out[y][x] = buf[y][x] + dc[y] (in float64, rounded once), the first `cols` values of each row.
+template <class T>
+__global__ void crop_dc(const T* __restrict__ buf, int w, const double* __restrict__ dc,
+                        T* __restrict__ out, std::int64_t stride, int rows, int cols, int* nf) {
+  for (int y = blockIdx.y; y < rows; y += gridDim.y) {
+    const double d = dc[y];
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < cols; x += gridDim.x * blockDim.x) {
+      const T v = static_cast<T>(static_cast<double>(buf[static_cast<std::int64_t>(y) * w + x]) + d);
+      out[y * stride + x] = v;
+      mark_nonfinite(nf, v);
     }
   }
 }
