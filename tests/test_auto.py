@@ -145,6 +145,21 @@ def test_shipped_defaults_cover_the_goal_grid():
         ks = {p["k"] for p in m["points"] if p["precision"] == prec and p["image"] == [4096, 4096]}
         assert {3, 15, 25, 35, 55} <= ks, (prec, sorted(ks))
 
+    # rank-1 kernels: separable's one-pass time up to 55 taps, not its rank > 1 time past the
+    # tune grid (which had sent 27..55-tap Gaussians to fft at 3x separable's time)
+    for prec in ("tf32", "fp32", "fp64"):
+        ks = {p["k"] for p in m["points"] if p["precision"] == prec and p["image"] == [4096, 4096]
+              and "separable:rank1" in p["ms"]}
+        assert {3, 15, 25, 35, 55} <= ks, (prec, sorted(ks))
+
+
+def test_shipped_defaults_send_large_gaussians_to_separable(every_method_available, monkeypatch):
+    monkeypatch.setattr(_autotune, "models",
+                        lambda: [("shipped", json.loads(_autotune.DEFAULTS.read_text()))])
+    for prec in ("tf32", "fp32", "fp64"):
+        for k in (27, 35, 55):
+            assert pick(prec, gaussian(k)) == "separable", (prec, k)
+        assert pick(prec, random_kernel(55)) != "separable", prec
 
 def test_host_arrays_stay_on_cpu_when_small(every_method_available, model):
     assert _api.choose_method("fp64", False, 1e3, random_kernel(3), (66, 66)) == "direct"
