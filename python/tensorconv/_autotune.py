@@ -151,13 +151,12 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
         pts = [p for p in model["points"] if p["precision"] == precision]
         if not pts:
             continue
-        areas = sorted({p["image"][0] * p["image"][1] for p in pts})
-        a = min(areas, key=lambda s: abs(math.log(s / area)))
-        grid = {p["k"]: p for p in pts if p["image"][0] * p["image"][1] == a}
-        k0, k1 = _bracket(sorted(grid), kside)
-        p0, p1 = grid[k0], grid[k1]
+        grids: dict = {}
+        for p in pts:
+            grids.setdefault(p["image"][0] * p["image"][1], {})[p["k"]] = p
+        near = sorted(grids, key=lambda s: abs(math.log(s / area)))
         bound = _bounds.MAPE_PCT[precision]
-        times, excluded = {}, {}
+        times, excluded, used = {}, {}, {}
         for m in candidates:
             if deterministic and m in _bounds.NONDETERMINISTIC:
                 excluded[m] = "not deterministic (atomic accumulation order)"
@@ -165,11 +164,23 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
             if m in SPECTRAL and not finite_kernel:
                 excluded[m] = "spectral, and the kernel holds NaN/inf"
                 continue
-            tm = RANK1 if (m == "separable" and rank1 and RANK1 in p0["ms"]
-                           and RANK1 in p1["ms"]) else m
-            if tm not in p0["ms"] or tm not in p1["ms"]:
-                excluded[m] = "not measured at this precision and size"
+            # each method at the grid image size nearest the query where it was measured (a
+            # later, larger measurement can then rank methods whose times scale differently),
+            # separable on a rank-1 kernel at its one-pass time wherever that was measured
+            found = None
+            for tm in ((RANK1, m) if m == "separable" and rank1 else (m,)):
+                for a in near:
+                    k0, k1 = _bracket(sorted(grids[a]), kside)
+                    p0, p1 = grids[a][k0], grids[a][k1]
+                    if tm in p0["ms"] and tm in p1["ms"]:
+                        found = (tm, a, k0, k1, p0, p1)
+                        break
+                if found:
+                    break
+            if found is None:
+                excluded[m] = "not measured at this precision"
                 continue
+            tm, a, k0, k1, p0, p1 = found
             errs = [p["mape"].get(tm, p["mape"].get(m)) for p in (p0, p1)]
             if any(e is None and (m in p["mape"] or tm in p["mape"]) for e, p in zip(errs, (p0, p1))):
                 excluded[m] = "its measured output was not finite"
@@ -184,14 +195,19 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
                 continue
             t0, t1 = p0["ms"][tm], p1["ms"][tm]
             f = 0.0 if k1 == k0 else (min(max(kside, k0), k1) - k0) / (k1 - k0)
-            times[m] = math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
+            # times scale with the pixels from the grid image they were measured on
+            times[m] = math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0))) * ph * pw / a
+            used[m] = (a, k0, k1)
         if not times:
             continue
         order = sorted(times, key=times.get)
+        a, k0, k1 = used[order[0]]
         side = round(math.sqrt(a))
         where = (f"{label}; grid image {side}x{side}, kernel sizes {k0}" +
                  (f" and {k1}" if k1 != k0 else "") + (" (rank-1: separable's one-pass time)"
-                                                       if rank1 else ""))
+                                                       if rank1 else "") +
+                 (f"; others at the grid sizes nearest this image where they were measured"
+                  if len({u[0] for u in used.values()}) > 1 else ""))
         return order, times, excluded, where
     return [], {}, {}, f"no measured model covers precision {precision!r}"
 
