@@ -98,6 +98,25 @@ def test_non_finite_kernel_never_spectral(every_method_available, model):
     assert pick("fp32", k) == "im2tensor_fused"
 
 
+def test_methods_missing_at_the_nearest_size_come_from_smaller_grids(every_method_available,
+                                                                      model):
+    """16384² rows for two methods only: they rank there on their own times, a method measured
+    at 4096² only competes at its time scaled by the pixels (16x), and a 256² query does not
+    borrow 4096² times scaled down."""
+    for prec in ALL:
+        model["points"].append(point(prec, 16384, 3, {"naive_shmem": 30.0, "fft": 20.0}))
+        model["points"].append(point(prec, 16384, 55, {"naive_shmem": 900.0, "fft": 70.0}))
+    order, ms, excluded, where = _autotune.rank(
+        "fp32", (3, 3), (16386, 16386), ["naive_shmem", "fft", "im2tensor_fused"])
+    assert order == ["fft", "naive_shmem", "im2tensor_fused"], ms  # fused: 2.0 x 16 = 32 ms
+    assert ms["im2tensor_fused"] == pytest.approx(2.0 * 16386**2 / 4096**2)
+    assert ms["fft"] == pytest.approx(20.0 * 16386**2 / 16384**2)
+    assert "others at the grid sizes nearest" in where
+    order, ms, excluded, _ = _autotune.rank("fp32", (3, 3), (258, 258),
+                                            ["naive_shmem", "separable"])
+    assert order == ["naive_shmem"] and "not measured" in excluded["separable"]
+
+
 def test_explain_says_why(every_method_available, model):
     e = tc.explain((4096, 4096), (55, 55), "fp32", "cuda", mode="valid")
     assert e.method == "fft" and e.device == "cuda"

@@ -3,9 +3,10 @@ size, kernel size, method), measured on this device by tensorconv.tune() and kep
 cache directory per device name and package version, or the shipped defaults (measured on an
 H100, _auto_defaults.json) where no tuned model exists.
 
-A query takes the grid's image size nearest in log area and interpolates each method's time
-log-linearly in the kernel's side between the two measured sizes around it (clamped at the grid's
-ends). A method is left out where it cannot be trusted: not deterministic (unless asked), a
+A query takes, per method, the grid's image size nearest in log area where that method was
+measured (a method missing there falls back to smaller grid sizes only, its time scaled by the
+pixels), and interpolates its time log-linearly in the kernel's side between the two measured
+sizes around it (clamped at the grid's ends). A method is left out where it cannot be trusted: not deterministic (unless asked), a
 spectral method with a non-finite kernel, or a measured MAPE above the precision's bound at either
 grid point around the query (without a measurement: its bound above the precision's).
 Rank-1 kernels use separable's time measured on a rank-1 (Gaussian) kernel."""
@@ -154,7 +155,11 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
         grids: dict = {}
         for p in pts:
             grids.setdefault(p["image"][0] * p["image"][1], {})[p["k"]] = p
+        # the nearest grid size, then (for a method not measured there) smaller ones, whose
+        # times scaled up by the pixels are if anything high (launches amortize); never a larger
+        # one, whose scaled-down time would hide per-call overheads
         near = sorted(grids, key=lambda s: abs(math.log(s / area)))
+        near = near[:1] + [s for s in near[1:] if s <= ph * pw]
         bound = _bounds.MAPE_PCT[precision]
         times, excluded, used = {}, {}, {}
         for m in candidates:
@@ -164,8 +169,8 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
             if m in SPECTRAL and not finite_kernel:
                 excluded[m] = "spectral, and the kernel holds NaN/inf"
                 continue
-            # each method at the grid image size nearest the query where it was measured (a
-            # later, larger measurement can then rank methods whose times scale differently),
+            # each method at the first of those grid sizes where it was measured (16384² rows
+            # for some methods rank them there, methods measured at 4096² only still compete),
             # separable on a rank-1 kernel at its one-pass time wherever that was measured
             found = None
             for tm in ((RANK1, m) if m == "separable" and rank1 else (m,)):
