@@ -6,9 +6,10 @@ H100, _auto_defaults.json) where no tuned model exists.
 A query takes, per method, the grid's image size nearest in log area where that method was
 measured (a method missing there falls back to smaller grid sizes only, its time scaled by the
 pixels), and interpolates its time log-linearly in the kernel's side between the two measured
-sizes around it (clamped at the grid's ends). A method is left out where it cannot be trusted: not deterministic (unless asked), a
-spectral method with a non-finite kernel, or a measured MAPE above the precision's bound at either
-grid point around the query (without a measurement: its bound above the precision's).
+sizes around it (clamped at the grid's ends). A method is left out where it cannot be trusted:
+not deterministic (unless asked), a spectral method with a non-finite kernel, or a measured MAPE
+above the precision's bound at either grid point around the query (without a measurement: its
+bound above the precision's).
 Rank-1 kernels use separable's time measured on a rank-1 (Gaussian) kernel."""
 
 from __future__ import annotations
@@ -211,7 +212,7 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
         where = (f"{label}; grid image {side}x{side}, kernel sizes {k0}" +
                  (f" and {k1}" if k1 != k0 else "") + (" (rank-1: separable's one-pass time)"
                                                        if rank1 else "") +
-                 (f"; others at the grid sizes nearest this image where they were measured"
+                 ("; others at the grid sizes nearest this image where they were measured"
                   if len({u[0] for u in used.values()}) > 1 else ""))
         return order, times, excluded, where
     return [], {}, {}, f"no measured model covers precision {precision!r}"
