@@ -1,4 +1,7 @@
 // "fft" (the im2tensor paper's CUFFT baseline): valid correlation as a product of spectra.
+// Real fp32 / fp64 images with a fast width and kh <= kFftRowsMaxTaps take fft_rows.cu's form
+// instead (row transforms around a direct product down the columns; make_fft_plan below, plan
+// option fft.layout); what follows is the 2-D transform pair every other request runs.
 // With a transform size N x M >= the image (a fast 2^a 3^b 5^c 7^d size; a power of two for
 // fp16, which is what cuFFT's half transforms accept), the circular correlation
 // IFFT(FFT(x) * conj(FFT(k))) equals the valid correlation wherever i + u < N, i.e. everywhere
