@@ -2,7 +2,7 @@
 // transform size and kh <= kFftRowsMaxTaps; plan option fft.layout): a 1-D R2C along every
 // image row, the column-direction correlation done directly on the row spectra
 // (fft_rows.cuh: kh complex taps per value), a 1-D C2R along every output row, and a crop that
-// keeps each row's first W - kw + 1 values and adds back the float64 DC term. Against the 2-D
+// keeps each row's first W - kw + 1 values and adds back the lowest columns, summed in float64. Against the 2-D
 // pair (fft.cu) it skips the column transforms both ways and the spectrum product pass: on the
 // H100 at 4096^2 through a plan, fp32 0.24-0.30 ms and fp64 0.41-0.53 ms for k = 3..55, against
 // 0.44 / 0.83 for the 2-D pair and 0.48 / 0.91 for torch.fft (benchmarks/fft_hybrid.cu times the
@@ -15,8 +15,8 @@
 //
 // Workspace: the image is cut into bands of output rows whose row spectra, product rows and
 // cuFFT work area fit kRowsCapBytes (the last band overlaps the one before, so one plan pair
-// serves all): the row spectra (also the C2R's output), the product rows, the float64 DC per
-// row, the taps and the work area.
+// serves all): the row spectra (also the C2R's output), the product rows, the float64 low
+// columns per row, the taps, the twiddles and the work area.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -42,6 +42,8 @@ class FftRowsPlan final : public CudaPlan {
   using T = std::conditional_t<P == Precision::fp64, double, float>;
   using C = typename fftrows::Cx<T>::type;
   static constexpr int kWarps = sizeof(T) == 4 ? 8 : 4;  // measured (fft_hybrid.cu)
+  // Spectrum columns summed in float64 (fft_rows.cuh): fp32 the lowest 8, fp64 the DC alone.
+  static constexpr int kLow = sizeof(T) == 4 ? 8 : 1;
   using G = fftrows::Geometry<T, kR, kWarps>;
 
  public:
@@ -75,17 +77,21 @@ class FftRowsPlan final : public CudaPlan {
     }
     spec_.reset(hin_ * mc_ * sizeof(C));  // also the C2R's hb x w real output
     o_.reset(hb_ * mc_ * sizeof(C));
-    dc_.reset(hb_ * sizeof(double));
+    nl_ = static_cast<int>(std::min<std::int64_t>(kLow, (w_ + 1) / 2));  // below the Nyquist
+    low_.reset(hb_ * kLow * sizeof(double2));
+    TC_CUDA_CHECK(cudaMemset(low_.get(), 0, low_.bytes()));  // columns nl.. stay zero
     taps(r);
     attach_work(work);
-    TC_CUDA_CHECK(cudaFuncSetAttribute(fftrows::correlate_down<T, kR, kWarps>,
+    cgrid_ = fftrows::crop_grid(static_cast<int>(hb_), static_cast<int>(ow_),
+                                fftrows::crop_blocks<T, kLow>(device()));
+    TC_CUDA_CHECK(cudaFuncSetAttribute(fftrows::correlate_down<T, kR, kWarps, kLow>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_)));
   }
 
   std::size_t workspace_bytes() const override {
-    return work_.bytes() + spec_.bytes() + o_.bytes() + dc_.bytes() + taps_.bytes() +
-           kdc_.bytes();
+    return work_.bytes() + spec_.bytes() + o_.bytes() + low_.bytes() + taps_.bytes() +
+           glo_.bytes() + tw_.bytes();
   }
 
  protected:
@@ -95,21 +101,20 @@ class FftRowsPlan final : public CudaPlan {
     TC_CUFFT_CHECK(cufftSetStream(fwd_->get(), stream));
     TC_CUFFT_CHECK(cufftSetStream(inv_->get(), stream));
     const dim3 pgrid = G::grid(static_cast<int>(mc_), static_cast<int>(hb_));
-    const dim3 cgrid(std::max(1, std::min(ceil_div(ow_, 256), 64)),
-                     static_cast<unsigned>(std::min<std::int64_t>(hb_, 65535)));
     const std::int64_t bands = (oh_ + hb_ - 1) / hb_;
     for (std::int64_t b = 0; b < bands; ++b) {
       const std::int64_t y0 = std::min(b * hb_, oh_ - hb_);  // the last band overlaps
       T* src = const_cast<T*>(in.ptr<T>()) + y0 * in.row_stride;
       TC_CUFFT_CHECK(cufftXtExec(fwd_->get(), src, spec_.get(), CUFFT_FORWARD));
-      fftrows::correlate_down<T, kR, kWarps><<<pgrid, G::kThreads, smem_, stream>>>(
+      fftrows::correlate_down<T, kR, kWarps, kLow><<<pgrid, G::kThreads, smem_, stream>>>(
           spec_.get<C>(), mc_, static_cast<int>(hin_), static_cast<int>(mc_), taps_.get<C>(),
           mc_, static_cast<int>(kp_), o_.get<C>(), mc_, static_cast<int>(hb_), nullptr,
-          kdc_.get<double>(), dc_.get<double>());
+          glo_.get<double2>(), low_.get<double2>(), nl_);
       TC_CUDA_LAUNCH_CHECK();
       TC_CUFFT_CHECK(cufftXtExec(inv_->get(), o_.get(), spec_.get(), CUFFT_INVERSE));
-      fftrows::crop_dc<T><<<cgrid, 256, 0, stream>>>(
-          spec_.get<T>(), static_cast<int>(w_), dc_.get<double>(), out.ptr<T>() + y0 * out.row_stride,
+      fftrows::crop_low<T, kLow><<<cgrid_, fftrows::kCropThreads, 0, stream>>>(
+          spec_.get<T>(), static_cast<int>(w_), low_.get<double2>(), tw_.get<double2>(),
+          out.ptr<T>() + y0 * out.row_stride,
           out.row_stride, static_cast<int>(hb_), static_cast<int>(ow_), nf_.flag());
       TC_CUDA_LAUNCH_CHECK();
     }
@@ -148,8 +153,9 @@ class FftRowsPlan final : public CudaPlan {
     TC_CUFFT_CHECK(cufftSetWorkArea(inv_->get(), work_.get()));
   }
 
-  // taps[s][v] = conj(sum_t k[s][t] e^{-2 pi i v t / W}) / W (kp rows, zeros past kh), and the
-  // DC taps kdc[s] = sum_t k[s][t] / W in float64; computed in float64 on the host.
+  // taps[s][v] = conj(sum_t k[s][t] e^{-2 pi i v t / W}) / W (kp rows, zeros past kh), the same
+  // for v < kLow in float64 (glo), and the crop's twiddles tw[x] = e^{2 pi i x / W}; computed
+  // in float64 on the host.
   void taps(const PlanRequest& r) {
     std::vector<double> cs(w_), sn(w_);
     for (std::int64_t j = 0; j < w_; ++j) {
@@ -158,13 +164,10 @@ class FftRowsPlan final : public CudaPlan {
       sn[j] = std::sin(a);
     }
     std::vector<C> host(static_cast<std::size_t>(kp_ * mc_), C{0, 0});
-    std::vector<double> dc(static_cast<std::size_t>(kp_), 0.0);
+    std::vector<double2> lo(static_cast<std::size_t>(kp_ * kLow), double2{0, 0});
     const double inv_w = 1.0 / static_cast<double>(w_);
     for (std::int64_t s = 0; s < kh_; ++s) {
       const double* row = r.kernel + s * r.kw;
-      double sum = 0;
-      for (std::int64_t t = 0; t < r.kw; ++t) sum += row[t];
-      dc[s] = sum * inv_w;
       for (std::int64_t v = 0; v < mc_; ++v) {
         double re = 0, im = 0;
         std::int64_t j = 0;  // v t mod W
@@ -175,19 +178,28 @@ class FftRowsPlan final : public CudaPlan {
           if (j >= w_) j -= w_;
         }
         host[s * mc_ + v] = C{static_cast<T>(re * inv_w), static_cast<T>(im * inv_w)};
+        if (v < nl_) lo[s * kLow + v] = double2{re * inv_w, im * inv_w};
       }
     }
     taps_.reset(host.size() * sizeof(C));
-    kdc_.reset(dc.size() * sizeof(double));
+    glo_.reset(lo.size() * sizeof(double2));
     TC_CUDA_CHECK(cudaMemcpy(taps_.get(), host.data(), taps_.bytes(), cudaMemcpyHostToDevice));
-    TC_CUDA_CHECK(cudaMemcpy(kdc_.get(), dc.data(), kdc_.bytes(), cudaMemcpyHostToDevice));
+    TC_CUDA_CHECK(cudaMemcpy(glo_.get(), lo.data(), glo_.bytes(), cudaMemcpyHostToDevice));
+    if (kLow > 1) {
+      std::vector<double2> tw(static_cast<std::size_t>(ow_));
+      for (std::int64_t x = 0; x < ow_; ++x) tw[x] = double2{cs[x], sn[x]};
+      tw_.reset(tw.size() * sizeof(double2));
+      TC_CUDA_CHECK(cudaMemcpy(tw_.get(), tw.data(), tw_.bytes(), cudaMemcpyHostToDevice));
+    }
   }
 
   std::int64_t w_ = 0, mc_ = 0, kh_ = 0, oh_ = 0, ow_ = 0, kp_ = 0, hb_ = 0, hin_ = 0;
   std::int64_t stride_ = -1;
+  int nl_ = 1;
+  dim3 cgrid_;
   std::size_t smem_ = 0, inv_ws_ = 0;
   std::unique_ptr<CufftPlan> fwd_, inv_;
-  DeviceBuffer work_, spec_, o_, dc_, taps_, kdc_;
+  DeviceBuffer work_, spec_, o_, low_, taps_, glo_, tw_;
   NonfiniteRepair nf_;
 };
 
