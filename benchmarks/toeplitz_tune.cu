@@ -3,7 +3,7 @@
 // device) and checks every output of a few odd shapes, and NaN/inf locality, against a float64
 // direct correlation on the host — without building the package (the device build takes ~100 s).
 // Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o tunebin/toeplitz_tune benchmarks/toeplitz_tune.cu
-// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --round6 | --one PREC K]
+// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --one PREC K]
 // (default: every precision's checks, then the default geometries' times; --round4: the
 // variants of round 4, results/toeplitz_tune_round4_h100.txt; tunebin/ is not committed)
 #include <algorithm>
@@ -220,31 +220,6 @@ static void tf32_ideas(std::mt19937_64& rng, std::vector<double>& img, int n) {
   check_shapes<Precision::tf32, Geom<8, 8, 1, 2, false, 2, true>>(rng, "G8x8x1ldmu2");
 }
 
-// Round 6: sector-aligned stores (Geom SA) against the package's geometries, at kernel widths
-// whose output rows (4096 - k + 1 floats) start at every offset within a 32-byte sector.
-template <class Gm> using WithSA =
-    Geom<Gm::G, Gm::WR, Gm::WC, Gm::MINB, Gm::PERM, Gm::UNR, Gm::LDM, Gm::X3, Gm::PF, Gm::RE, true>;
-static void round6(std::mt19937_64& rng, std::vector<double>& img, int n) {
-  using Tf = Cfg<Precision::tf32>;
-  using Fp = Cfg<Precision::fp32>;
-  std::uniform_real_distribution<double> U(0, 1);
-  check_shapes<Precision::tf32, WithSA<Tf::GeoMid>>(rng, "midSA");
-  check_shapes<Precision::tf32, WithSA<Tf::Geo>>(rng, "geoSA");
-  check_shapes<Precision::tf32, WithSA<Tf::GeoSmall>>(rng, "smallSA");
-  check_shapes<Precision::fp32, WithSA<Fp::Geo>>(rng, "fp32SA");
-  std::fflush(stdout);
-  for (auto& x : img) x = U(rng);
-  const std::vector<int> mid = {9, 11, 13, 15, 17, 19, 21, 25};
-  time_geo<Precision::tf32, Tf::GeoMid>(img, n, rng, "mid", mid);
-  time_geo<Precision::tf32, WithSA<Tf::GeoMid>>(img, n, rng, "midSA", mid);
-  time_geo<Precision::tf32, Tf::Geo>(img, n, rng, "geo", {25, 27, 35, 55});
-  time_geo<Precision::tf32, WithSA<Tf::Geo>>(img, n, rng, "geoSA", {25, 27, 35, 55});
-  time_geo<Precision::tf32, Tf::GeoSmall>(img, n, rng, "small", {3, 5, 7});
-  time_geo<Precision::tf32, WithSA<Tf::GeoSmall>>(img, n, rng, "smallSA", {3, 5, 7});
-  time_geo<Precision::fp32, Fp::Geo>(img, n, rng, "fp32", {3, 15, 25, 35, 55});
-  time_geo<Precision::fp32, WithSA<Fp::Geo>>(img, n, rng, "fp32SA", {3, 15, 25, 35, 55});
-}
-
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   std::mt19937_64 rng(1995);
@@ -257,10 +232,6 @@ int main(int argc, char** argv) {
   }
   if (mode == "--tf32") {
     tf32_ideas(rng, img, n);
-    return 0;
-  }
-  if (mode == "--round6") {
-    round6(rng, img, n);
     return 0;
   }
   if (mode != "--one") {

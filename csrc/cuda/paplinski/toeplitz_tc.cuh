@@ -61,16 +61,11 @@ enum class AccKind { f32, f32x3, f64 };
 // PF: the next kernel row's B fragments prefetched (1), not (0), or while they fit (-1).
 // RE (tf32 with LDM): kernel rows walked in classes r, r + 8, r + 16, ..: row u + 8's A
 // fragments are row u's upper half (image rows u + 8 + g) plus 8 new rows, loaded by ldmatrix.x2.
-// SA (4-byte outputs): stores aligned to 32-byte sectors. A warp's row of 8 G outputs is 4 G
-// pairs; thread q holds pairs 4p + q. Store s writes, in each of the warp's 8 rows, the 4 pairs
-// of one sector, so thread q stores its group s or s - 1 by where the row starts in a sector: one
-// sector per row and store wherever the output rows start (G + 1 stores instead of G), where
-// rows of a width not a multiple of 8 floats otherwise write two half sectors per row and store.
 template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1,
-          bool LDM_ = false, int X3_ = 0, int PF_ = -1, bool RE_ = false, bool SA_ = false>
+          bool LDM_ = false, int X3_ = 0, int PF_ = -1, bool RE_ = false>
 struct Geom {
   static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_, X3 = X3_, PF = PF_;
-  static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_, SA = SA_;
+  static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_;
   static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
@@ -616,28 +611,6 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
       out[static_cast<long long>(i) * a.out_ld + j] = store_out<Out>(s);
     }
     continue;
-  }
-  if constexpr (Gm::SA && sizeof(Out) == 4) {
-    if (a.pair_ok) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {  // rows g, g + 8: outputs (j, j + 1) in acc[p][2h], [2h + 1]
-        const int i = i0 + 8 * h;
-        if (i >= a.oh) continue;
-        Out* row = out + static_cast<long long>(i) * a.out_ld + c0 + wcol;
-        const bool late = q + static_cast<int>((reinterpret_cast<std::uintptr_t>(row) >> 3) & 3) >= 4;
-#pragma unroll
-        for (int s = 0; s <= G; ++s) {
-          if (late ? s == 0 : s == G) continue;
-          const int p = late ? s - 1 : s, j = c0 + wcol + 8 * p + 2 * q;
-          if (j >= a.ow) continue;
-          const AccR x0 = late ? acc[s > 0 ? s - 1 : 0][2 * h] : acc[s < G ? s : G - 1][2 * h];
-          const AccR x1 = late ? acc[s > 0 ? s - 1 : 0][2 * h + 1] : acc[s < G ? s : G - 1][2 * h + 1];
-          if (j + 1 < a.ow) store_pair(row + 8 * p + 2 * q, store_out<Out>(x0), store_out<Out>(x1));
-          else row[8 * p + 2 * q] = store_out<Out>(x0);
-        }
-      }
-      continue;
-    }
   }
 #pragma unroll
   for (int p = 0; p < G; ++p)
