@@ -92,6 +92,33 @@ def test_rank1_uses_separable_rank1_time(every_method_available, model, precisio
     assert pick(precision, gaussian(3)) == "separable"
 
 
+def test_naive_shmem_fixed_variant_ranks_only_the_kernels_it_takes(every_method_available):
+    """naive_shmem's fp32 rows on odd square kernels of 3..17 taps are its fixed-shape variant's
+    (naive_fixed.cu): model_from_rows keeps them apart, and a kernel the variant does not take
+    (even, non-square) is not ranked on them."""
+    def row(impl, k, ms):
+        return {"impl": impl, "precision": "fp32", "image": [4096, 4096], "kernel": [k, k],
+                "timing": "kernel", "median_ms": ms, "mape_pct": 1e-6}
+    rows = [row("naive_shmem", 3, 0.07), row("naive_shmem", 15, 0.22),
+            row("naive_shmem", 25, 0.92), row("naive_shmem", 55, 4.0),
+            row("fft", 3, 0.25), row("fft", 15, 0.26), row("fft", 25, 0.27), row("fft", 55, 0.3)]
+    m = _autotune.model_from_rows(rows, "Test GPU", "synthetic")
+    ms = {p["k"]: p["ms"] for p in m["points"]}
+    assert ms[15] == {_autotune.FIXED: 0.22, "fft": 0.26} and "naive_shmem" in ms[25]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_autotune, "models", lambda: [("synthetic", m)])
+        order, t, excluded, _ = _autotune.rank("fp32", (15, 15), (4110, 4110),
+                                               ["naive_shmem", "fft"])
+        assert order == ["naive_shmem", "fft"]
+        assert t["naive_shmem"] / t["fft"] == pytest.approx(0.22 / 0.26)
+        for shape in ((15, 14), (16, 16)):  # not the variant's: no generic time below k = 25
+            order, t, excluded, _ = _autotune.rank("fp32", shape, (4110, 4110),
+                                                   ["naive_shmem", "fft"])
+            assert order == ["fft"] and "not measured" in excluded["naive_shmem"], shape
+        order, t, excluded, _ = _autotune.rank("fp64", (15, 15), (4110, 4110), ["naive_shmem"])
+        assert order == [] or "naive_shmem" not in t  # fp64 rows: none in this model
+
+
 def test_non_finite_kernel_never_spectral(every_method_available, model):
     k = random_kernel(55)
     k[3, 3] = np.nan

@@ -15,8 +15,8 @@ def test_table_rows():
     names = [o.name for o in rows]
     assert len(names) == len(set(names))
     registry = {m.name for m in tc.methods()}
-    expected = {"naive_shmem.coefficients", "separable.fused", "separable.tensor_cores",
-                "separable.band_mb", "separable.min_segment_rows", "im2tensor.wc",
+    expected = {"naive_shmem.coefficients", "naive_shmem.fixed", "separable.fused",
+                "separable.tensor_cores", "separable.band_mb", "separable.min_segment_rows", "im2tensor.wc",
                 "im2tensor.db", "im2tensor.passes", "im2tensor.wmma", "fir.wc", "fir.db",
                 "fir.layout", "fft.layout"}
     assert set(names) == expected
@@ -49,6 +49,7 @@ def test_option_of_another_method():
     ("separable.band_mb", True, "1 .. 1048576"),
     ("separable.min_segment_rows", -1, "0 .. 2"),
     ("naive_shmem.coefficients", "texture", "'shared', 'constant'"),
+    ("naive_shmem.fixed", "always", "None, True, False"),
     ("im2tensor.wc", 100, "multiple of the MMA tile width"),
     ("im2tensor.db", 513, "1 .. 512"),
     ("fir.wc", 48, "multiple of 32"),

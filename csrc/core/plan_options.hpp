@@ -16,6 +16,9 @@ enum class Tri : int { automatic, off, on };  // a switch whose default the meth
 struct PlanOptions {
   // naive_shmem: coefficients as launch parameters in constant memory instead of shared memory.
   bool naive_shmem_constant = false;
+  // naive_shmem: fp32 odd square kernels of 3..17 taps by the variant with the shape compiled in
+  // (naive_fixed.cu); automatic: wherever it fits.
+  Tri naive_shmem_fixed = Tri::automatic;
   // separable (csrc/cuda/separable/): fused pass where it applies (else the two-pass form),
   // its tensor-core form (automatic: from min_taps() on), the two-pass ring of T rows in MiB,
   // and the fewest output rows a fused block walks (0: as one wave of blocks gives).

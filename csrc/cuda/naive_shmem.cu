@@ -1,6 +1,7 @@
 // "naive + shmem" (im2tensor paper 5.1.2, after the CUDA samples): a block stages an image tile
 // plus its apron in shared memory (converted to the compute type once), and every thread
-// accumulates R outputs down a column with a sliding register window (sliding.cuh). Taps are
+// accumulates R outputs down a column with a sliding register window (sliding.cuh); fp32 with an
+// odd square kernel of 3..17 taps takes naive_fixed.cu's variant (shape compiled in). Taps are
 // processed in chunks of CU x CV, so there is no limit on the kernel size. The coefficients are
 // staged per chunk in shared memory; optionally (see coefficients_in_constant_memory) they travel
 // as a __grid_constant__ launch parameter, i.e. in constant memory private to each launch (plans
@@ -12,6 +13,7 @@
 
 #include "../core/factories.hpp"
 #include "common.cuh"
+#include "naive_fixed.cuh"
 #include "precision.cuh"
 #include "sliding.cuh"
 
@@ -174,6 +176,7 @@ std::unique_ptr<Plan> make_shmem(const PlanRequest& r) {
 
 std::unique_ptr<Plan> make_naive_shmem_plan(const PlanRequest& r) {
   cuda::check_int_extent(r);
+  if (cuda::naive_fixed_applies(r)) return cuda::make_naive_fixed_plan(r);
   return cuda::with_precision(r.precision, [&](auto tag) -> std::unique_ptr<Plan> {
     return cuda::make_shmem<decltype(tag)::value>(r);
   });

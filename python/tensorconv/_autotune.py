@@ -10,7 +10,9 @@ sizes around it (clamped at the grid's ends). A method is left out where it cann
 not deterministic (unless asked), a spectral method with a non-finite kernel, or a measured MAPE
 above the precision's bound at either grid point around the query (without a measurement: its
 bound above the precision's).
-Rank-1 kernels use separable's time measured on a rank-1 (Gaussian) kernel."""
+Rank-1 kernels use separable's time measured on a rank-1 (Gaussian) kernel; naive_shmem's fp32
+rows on odd square kernels of 3..17 taps are its fixed-shape variant's (naive_fixed.cu) and
+rank only kernels that variant takes."""
 
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ from . import _bounds, _core
 
 DEFAULTS = Path(__file__).with_name("_auto_defaults.json")
 RANK1 = "separable:rank1"  # separable timed on a rank-1 kernel (its one-pass case)
+FIXED = "naive_shmem:fixed"  # naive_shmem's fp32 variant with the kernel's shape compiled in
+FIXED_MAX = 17  # csrc/cuda/naive_fixed.cuh, kNaiveFixedMaxTaps
 SPECTRAL = frozenset({"fft"})  # NaN/inf in the kernel spread over the whole transform
 FORMAT = 1
 
@@ -47,6 +51,11 @@ def model_path(device: str | None = None, version: str | None = None) -> Path:
 
     device = device_name() if device is None else device
     return cache_dir() / "autotune" / f"{slug(device)}-{version or __version__}.json"
+
+
+def fixed_applies(precision: str, kh: int, kw: int) -> bool:
+    """Whether naive_shmem runs its fixed-shape variant (plan option naive_shmem.fixed=None)."""
+    return precision == "fp32" and kh == kw and kh % 2 == 1 and 3 <= kh <= FIXED_MAX
 
 
 def model_from_rows(rows, device: str, source: str) -> dict:
@@ -73,6 +82,8 @@ def model_from_rows(rows, device: str, source: str) -> dict:
             name = RANK1
         elif kind != "random":
             continue
+        elif name == "naive_shmem" and fixed_applies(r["precision"], kh, kw):
+            name = FIXED
         key = (r["precision"], tuple(r["image"]), kh)
         p = pts.setdefault(key, {"ms": {}, "mape": {}})
         p["ms"][name] = min(p["ms"].get(name, math.inf), float(r["median_ms"]))
@@ -172,9 +183,17 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
                 continue
             # each method at the first of those grid sizes where it was measured (16384² rows
             # for some methods rank them there, methods measured at 4096² only still compete),
-            # separable on a rank-1 kernel at its one-pass time wherever that was measured
+            # separable on a rank-1 kernel at its one-pass time wherever that was measured,
+            # naive_shmem on the kernels its fixed-shape variant takes at that variant's times
+            # (built models keep the generic kernel's fp32 times for the other kernels only)
             found = None
-            for tm in ((RANK1, m) if m == "separable" and rank1 else (m,)):
+            if m == "separable" and rank1:
+                names = (RANK1, m)
+            elif m == "naive_shmem" and fixed_applies(precision, kh, kw):
+                names = (FIXED, m)  # m: a model whose rows predate the variant
+            else:
+                names = (m,)
+            for tm in names:
                 for a in near:
                     k0, k1 = _bracket(sorted(grids[a]), kside)
                     p0, p1 = grids[a][k0], grids[a][k1]

@@ -1,0 +1,114 @@
+"""naive_shmem's fp32 variant for odd square kernels of 3..17 taps (csrc/cuda/naive_fixed.cu:
+the kernel's shape compiled in, taps as FFMA operands, each kernel column summed apart), against
+scipy in float64: every size it takes, odd image shapes around its 128 x 32 output tiles,
+strided views and stacks, NaN/inf that must reach only their own windows, its accuracy against
+the generic kernel's on a USC-SIPI image, and the refusals of plan option naive_shmem.fixed."""
+
+import numpy as np
+import pytest
+import scipy.signal
+from bounds import mape_bound
+from conftest import check_vs_scipy, require_available
+
+import tensorconv as tc
+from tensorconv.metrics import mape
+
+METHOD = "naive_shmem"
+FIXED = {"naive_shmem.fixed": True}
+GENERIC = {"naive_shmem.fixed": False}
+SIZES = list(range(3, 18, 2))
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("k", SIZES)
+def test_every_size_vs_scipy_and_default(k):
+    require_available(METHOD)
+    rng = np.random.default_rng(k)
+    for ishape in ((300, 257), (k, k), (k + 40, 129 + k), (33 + k, k + 1)):
+        check_vs_scipy(METHOD, "fp32", rng, ishape, (k, k), FIXED)
+    image, kernel = rng.random((200, 300)), rng.random((k, k))
+    a = tc.correlate2d(image, kernel, "valid", method=METHOD, precision="fp32")
+    b = tc.correlate2d(image, kernel, "valid", method=METHOD, precision="fp32", options=FIXED)
+    np.testing.assert_array_equal(a, b)  # the default takes the variant
+
+
+def test_strided_views_stacks_and_modes():
+    cp = pytest.importorskip("cupy")
+    require_available(METHOD)
+    rng = np.random.default_rng(5)
+    kernel = rng.random((9, 9))
+    big = rng.random((3, 301, 520)).astype(np.float32)
+    host_view = big[0, 3:290, 7:500:2]  # row stride 520, column stride 2
+    dev_view = cp.asarray(big)[1, 5:280, 11:411]  # a device view with row stride 520
+    for img, host in ((host_view, host_view), (dev_view, big[1, 5:280, 11:411])):
+        out = tc.correlate2d(img, kernel, "valid", method=METHOD, precision="fp32",
+                             options=FIXED)
+        out = cp.asnumpy(out) if isinstance(out, cp.ndarray) else np.asarray(out)
+        ref = scipy.signal.correlate2d(host.astype(np.float64), kernel, "valid")
+        assert mape(out, ref) <= mape_bound(METHOD, "fp32")
+    p = tc.plan(kernel, (275, 400), mode="valid", method=METHOD, precision="fp32",
+                options=FIXED)
+    stack = cp.asarray(big)[:, 5:280, 11:411]
+    out = cp.asnumpy(p(stack))
+    for b in range(3):
+        ref = scipy.signal.correlate2d(cp.asnumpy(stack[b]).astype(np.float64), kernel, "valid")
+        assert mape(out[b], ref) <= mape_bound(METHOD, "fp32"), b
+    for mode in ("same", "full"):
+        img = rng.random((150, 170))
+        ref = scipy.signal.correlate2d(img, kernel, mode)
+        out = tc.correlate2d(img, kernel, mode, method=METHOD, precision="fp32", options=FIXED)
+        assert mape(np.asarray(out), ref) <= mape_bound(METHOD, "fp32"), mode
+
+
+@pytest.mark.parametrize("k", [3, 15])
+def test_nonfinite_stay_local(k):
+    require_available(METHOD)
+    rng = np.random.default_rng(17)
+    image = rng.random((200, 300))
+    for (y, x), v in [((0, 0), np.nan), ((199, 299), np.inf), ((0, 150), -np.inf),
+                      ((100, 0), np.nan), ((77, 123), np.inf), ((31, 127), np.nan),
+                      ((32, 128), np.nan)]:  # the last two straddle output tile edges
+        image[y, x] = v
+    kernel = rng.random((k, k)) + 0.1
+    expected = scipy.signal.correlate2d(image, kernel, "valid")
+    got = np.asarray(tc.correlate2d(image, kernel, "valid", method=METHOD, precision="fp32",
+                                    options=FIXED), dtype=np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    finite = np.isfinite(expected)
+    assert mape(got[finite], expected[finite]) <= mape_bound(METHOD, "fp32")
+
+
+def test_more_accurate_than_the_generic_kernel(usc_images):
+    """Each kernel column summed apart: on a USC-SIPI image at k = 15 the median relative error
+    is below the generic kernel's one running sum of 225 products."""
+    require_available(METHOD)
+    name, img = usc_images[0]
+    kernel = np.random.default_rng(15).random((15, 15))
+    ref = scipy.signal.correlate2d(img, kernel, "valid")
+    nz = ref != 0
+    err = {}
+    for tag, opt in (("fixed", FIXED), ("generic", GENERIC)):
+        out = np.asarray(tc.correlate2d(img.astype(np.float32), kernel, "valid", method=METHOD,
+                                        precision="fp32", options=opt), dtype=np.float64)
+        err[tag] = float(np.median(np.abs(out[nz] - ref[nz]) / np.abs(ref[nz])))
+    assert err["fixed"] < err["generic"], (name, err)
+
+
+def test_refusals_name_the_reason():
+    require_available(METHOD)
+    for kshape, precision in (((4, 4), "fp32"), ((15, 13), "fp32"), ((19, 19), "fp32"),
+                              ((5, 5), "fp64"), ((5, 5), "tf32"), ((1, 1), "fp32")):
+        with pytest.raises(ValueError, match="naive_shmem.fixed=True takes real fp32 data and odd "
+                                             "square kernels of 3..17"):
+            tc.plan(np.ones(kshape), (64, 64), mode="valid", method=METHOD, precision=precision,
+                    options=FIXED)
+    p = tc.plan(np.ones((5, 5)), (64, 64), mode="valid", method=METHOD, precision="fp32",
+                options=FIXED)
+    with pytest.raises(ValueError, match="complex"):
+        p(np.ones((64, 64), np.complex64))
+    # the generic kernel on request, and for every shape the variant does not take
+    rng = np.random.default_rng(2)
+    for kshape in ((15, 15), (4, 4), (15, 13)):
+        check_vs_scipy(METHOD, "fp32", rng, (90, 140), kshape, GENERIC)
