@@ -1,8 +1,9 @@
 """naive_shmem's fp32 variant for odd square kernels of 3..17 taps (csrc/cuda/naive_fixed.cu:
 the kernel's shape compiled in, taps as FFMA operands, each kernel column summed apart), against
 scipy in float64: every size it takes, odd image shapes around its 128 x 32 output tiles,
-strided views and stacks, NaN/inf that must reach only their own windows, its accuracy against
-the generic kernel's on a USC-SIPI image, and the refusals of plan option naive_shmem.fixed."""
+strided views, stacks and complex data, NaN/inf that must reach only their own windows, its
+accuracy against the generic kernel's on a USC-SIPI image, and the refusals of plan option
+naive_shmem.fixed."""
 
 import numpy as np
 import pytest
@@ -104,11 +105,16 @@ def test_refusals_name_the_reason():
                                              "square kernels of 3..17"):
             tc.plan(np.ones(kshape), (64, 64), mode="valid", method=METHOD, precision=precision,
                     options=FIXED)
-    p = tc.plan(np.ones((5, 5)), (64, 64), mode="valid", method=METHOD, precision="fp32",
-                options=FIXED)
-    with pytest.raises(ValueError, match="complex"):
-        p(np.ones((64, 64), np.complex64))
-    # the generic kernel on request, and for every shape the variant does not take
+    # complex data: the real and imaginary parts as two real correlations (not complex-native)
     rng = np.random.default_rng(2)
+    kernel = rng.random((5, 5))
+    p = tc.plan(kernel, (64, 64), mode="valid", method=METHOD, precision="fp32", options=FIXED)
+    z = (rng.random((64, 64)) + 1j * rng.random((64, 64))).astype(np.complex64)
+    ref = scipy.signal.correlate2d(z.astype(np.complex128), kernel, "valid")
+    out = np.asarray(p(z))
+    assert np.iscomplexobj(out)
+    assert mape(out.real, ref.real) <= mape_bound(METHOD, "fp32")
+    assert mape(out.imag, ref.imag) <= mape_bound(METHOD, "fp32")
+    # the generic kernel on request, and for every shape the variant does not take
     for kshape in ((15, 15), (4, 4), (15, 13)):
         check_vs_scipy(METHOD, "fp32", rng, (90, 140), kshape, GENERIC)

@@ -50,7 +50,8 @@ const std::vector<MethodInfo>& registry() {
       {"naive_shmem", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64},
        60, TC_CUDA_FACTORY(make_naive_shmem_plan),
        "CUDA, image tile + apron and kernel chunks in shared memory (constant memory optional), "
-       "register sliding window; any kernel size (im2tensor paper's \"naive + shmem\")",
+       "register sliding window; any kernel size (im2tensor paper's \"naive + shmem\"); fp32 "
+       "odd square kernels of 3..17 taps with the shape compiled in",
        nullptr, nullptr, /*complex_native=*/false, /*takes_factors=*/false,
        /*translation_invariant=*/true},
       {"separable", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
