@@ -68,6 +68,7 @@ struct Prec<Precision::fp16> {
   __device__ static Vec zero() { return __float2half2_rn(0.f); }
   __device__ static Elem lane(Vec v, int i) { return i ? __high2half(v) : __low2half(v); }
   __device__ static void fma(Vec& acc, Vec a, Vec k) { acc = __hfma2(a, k, acc); }
+  __device__ static Vec add(Vec a, Vec b) { return __hadd2(a, b); }
   __device__ static Elem add_elem(Elem a, Elem b) { return __hadd(a, b); }
 };
 
@@ -87,6 +88,7 @@ struct ScalarPrec {
   __device__ static Vec zero() { return Elem(0); }
   __device__ static Elem lane(Vec v, int) { return v; }
   __device__ static void fma(Vec& acc, Vec a, Vec k) { acc = fma_rn(a, k, acc); }
+  __device__ static Vec add(Vec a, Vec b) { return a + b; }
   __device__ static Elem add_elem(Elem a, Elem b) { return a + b; }
 };
 

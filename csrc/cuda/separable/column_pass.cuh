@@ -44,7 +44,8 @@ __global__ void __launch_bounds__(BX* BY)
       }
       for (int i = tid; i < cu; i += BX * BY) sa[i] = a[u0 + i];
       __syncthreads();
-      slide_column<T, R>(acc, tile + ty * R * BX + tx, BX, cu, [&](int u) { return sa[u]; });
+      slide_column<T, R, kSumBlock<P>>(acc, tile + ty * R * BX + tx, BX, cu,
+                                      [&](int u) { return sa[u]; });
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {

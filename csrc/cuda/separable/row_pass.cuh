@@ -51,8 +51,8 @@ __global__ void __launch_bounds__(BX* BY)
       }
       for (int i = tid; i < cv; i += BX * BY) sb[i] = b[v0 + i];
       __syncthreads();
-      slide_column<T, R>(acc, tile + ty * R * PITCH_T + tx, PITCH_T, cv,
-                         [&](int v) { return sb[v]; });
+      slide_column<T, R, kSumBlock<P>>(acc, tile + ty * R * PITCH_T + tx, PITCH_T, cv,
+                                      [&](int v) { return sb[v]; });
     }
     __syncthreads();  // reuse the tile to transpose the results
 #pragma unroll
