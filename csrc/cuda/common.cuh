@@ -95,6 +95,20 @@ class CudaPlan : public Plan {
   std::vector<std::int64_t> pad_index_host_;  // what pad_index_ holds
 };
 
+// A method whose one launch takes a whole stack (gridDim.z): one image is a stack of one.
+class BatchedCudaPlan : public CudaPlan {
+ public:
+  using CudaPlan::CudaPlan;
+
+ protected:
+  void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) final {
+    run_device_batch(in, 0, out, 0, 1, stream);
+  }
+  void run_device_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Tensor2D& out,
+                        std::int64_t out_batch_stride, std::int64_t batch,
+                        cudaStream_t stream) override = 0;
+};
+
 inline int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
 }  // namespace cuda

@@ -15,17 +15,14 @@ namespace cuda {
 namespace {
 
 template <int K>
-class FixedPlan final : public CudaPlan {
+class FixedPlan final : public BatchedCudaPlan {
  public:
-  explicit FixedPlan(const PlanRequest& r) : CudaPlan(r) {
+  explicit FixedPlan(const PlanRequest& r) : BatchedCudaPlan(r) {
     for (int i = 0; i < K * K; ++i) taps_.k[i] = static_cast<float>(r.kernel[i]);
   }
   std::size_t workspace_bytes() const override { return 0; }  // taps travel with the launch
 
  protected:
-  void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
-    run_device_batch(in, 0, out, 0, 1, stream);
-  }
   // One launch per 65535 images (gridDim.z); row tiles past gridDim.y are walked by the blocks.
   void run_device_batch(const Tensor2D& in, std::int64_t in_bstride, const Tensor2D& out,
                         std::int64_t out_bstride, std::int64_t batch,

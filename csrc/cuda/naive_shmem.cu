@@ -106,13 +106,13 @@ __global__ void __launch_bounds__(BX* BY)
 }
 
 template <Precision P, int KCAP>
-class ShmemPlan final : public CudaPlan {
+class ShmemPlan final : public BatchedCudaPlan {
   using T = Prec<P>;
   using Vec = typename T::Vec;
   using K = Coefs<Vec, (KCAP > 0 ? KCAP : 1)>;
 
  public:
-  explicit ShmemPlan(const PlanRequest& r) : CudaPlan(r), kc_(std::make_unique<K>()) {
+  explicit ShmemPlan(const PlanRequest& r) : BatchedCudaPlan(r), kc_(std::make_unique<K>()) {
     const std::int64_t n = r.kh * r.kw;
     upload_coefficients<P>(r.kernel, n, coef_);
     if constexpr (KCAP > 0)
@@ -126,9 +126,6 @@ class ShmemPlan final : public CudaPlan {
   std::size_t workspace_bytes() const override { return KCAP == 0 ? coef_.bytes() : 0; }
 
  protected:
-  void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
-    run_device_batch(in, 0, out, 0, 1, stream);
-  }
   // One launch per 65535 images (gridDim.z): small images fill the card together.
   void run_device_batch(const Tensor2D& in, std::int64_t in_bstride, const Tensor2D& out,
                         std::int64_t out_bstride, std::int64_t batch,
