@@ -132,23 +132,26 @@ struct Run {
       : n(n_), k(k_), oh(n_ - k_ + 1), ow(n_ - k_ + 1), kp((k_ + R - 1) / R * R),
         img(im.begin(), im.end()), ker(kr.begin(), kr.end()) {}
 
-  // taps along the rows, [t][v]: conj(sum_x k[t][x] w^{vx}) / n, v = 0..n/2
-  std::vector<C> row_taps() const {
+  // taps along the rows, [t][v]: conj(sum_x k[t][x] w^{vx}) / n for v < nv (kp rows, zeros
+  // past k), as Z (the data's complex type, or double2 for the float64 low columns)
+  template <class Z>
+  std::vector<Z> taps_of(int nv) const {
     Twiddle tw(n);
-    const int mc = n / 2 + 1;
-    std::vector<C> g(std::size_t(kp) * mc, C{0, 0});
+    std::vector<Z> g(std::size_t(kp) * nv, Z{0, 0});
     for (int t = 0; t < k; ++t)
-      for (int v = 0; v < mc; ++v) {
+      for (int v = 0; v < nv; ++v) {
         double re = 0, im = 0;
         for (int x = 0; x < k; ++x) {
           const int j = int((std::int64_t(v) * x) % n);
           re += ker[t * k + x] * tw.c[j];
           im += ker[t * k + x] * tw.s[j];
         }
-        g[std::size_t(t) * mc + v] = C{T(re / n), T(-im / n)};
+        g[std::size_t(t) * nv + v] = Z{static_cast<decltype(Z::x)>(re / n),
+                                       static_cast<decltype(Z::x)>(-im / n)};
       }
     return g;
   }
+  std::vector<C> row_taps() const { return taps_of<C>(n / 2 + 1); }
 
   double direct(int y, int x) const {
     double s = 0;
@@ -332,17 +335,8 @@ struct Run {
       {  // the package's pipeline now: the 8 lowest columns in float64 (fft_rows.cuh, V = 8)
         constexpr int V = 8;
         const Twiddle tw(n);
-        std::vector<double2> glo(std::size_t(kp) * V, double2{0, 0}), twx(ow);
-        for (int t = 0; t < k; ++t)
-          for (int v = 0; v < V; ++v) {
-            double re = 0, im = 0;
-            for (int x = 0; x < k; ++x) {
-              const int j = int((std::int64_t(v) * x) % n);
-              re += ker[t * k + x] * tw.c[j];
-              im += ker[t * k + x] * tw.s[j];
-            }
-            glo[std::size_t(t) * V + v] = double2{re / n, -im / n};
-          }
+        const std::vector<double2> glo = taps_of<double2>(V);
+        std::vector<double2> twx(ow);
         for (int x = 0; x < ow; ++x) twx[x] = double2{tw.c[x], -tw.s[x]};  // e^{+2 pi i x / n}
         harness::Dev d_glo(glo.size() * sizeof(double2)), d_tw(twx.size() * sizeof(double2)),
             d_low(std::size_t(oh) * V * sizeof(double2));
