@@ -15,7 +15,8 @@ using namespace tc::cuda;
 
 template <int K, int R = nfix::kR, int TX = nfix::kTX, int TY = nfix::kTY,
           int MINB = nfix::min_blocks<K>()>
-void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float* d_in, float* d_out) {
+void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float* d_in,
+         float* d_out) {
   std::uniform_real_distribution<double> U(0, 1);
   nfix::Taps<K> t;
   std::vector<double> kd(K * K);
@@ -45,8 +46,8 @@ void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float
     mean += e;
   }
   std::nth_element(rel.begin(), rel.begin() + 1000, rel.end());
-  std::printf("k %2d R %2d TX %3d TY %d MINB %d  %8.4f ms  mean rel %.2e %%  median %.2e %%\n", K, R, TX, TY, MINB,
-              ms, 100 * mean / 2000, 100 * rel[1000]);
+  std::printf("k %2d R %2d TX %3d TY %d MINB %d  %8.4f ms  mean rel %.2e %%  median %.2e %%\n",
+              K, R, TX, TY, MINB, ms, 100 * mean / 2000, 100 * rel[1000]);
   std::fflush(stdout);
 }
 

@@ -1,9 +1,10 @@
 """fft by rows (csrc/cuda/fft_rows.cu: row R2C, a direct product down the columns of the row
-spectra, row C2R, crop + the float64 low columns), the fft method's form for real fp32 / fp64 images with a
-fast width and kh <= 120, against scipy: odd shapes (forced with fft.layout='rows' where the width
-is not a fast size), the 2-D form on the same data, row bands (their last one overlapping),
-NaN/inf that must reach only their own windows, and the refusals of the option. The USC-SIPI
-MAPE table per kernel size is tests/test_accuracy.py (fft's registry rows run this form)."""
+spectra, row C2R, crop + the float64 low columns), the fft method's form for real fp32 / fp64
+images with a fast width and kh <= 120, against scipy: odd shapes (forced with
+fft.layout='rows' where the width is not a fast size), the 2-D form on the same data, row bands
+(their last one overlapping), NaN/inf that must reach only their own windows, natural images in
+fp32, and the refusals of the option. The USC-SIPI MAPE table per kernel size is
+tests/test_accuracy.py (fft's registry rows run this form)."""
 
 import numpy as np
 import pytest

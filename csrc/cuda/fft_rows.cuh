@@ -31,7 +31,7 @@ namespace tc {
 namespace cuda {
 namespace fftrows {
 
-constexpr int kCropThreads = 256;  // crop_low's block
+constexpr int kCropThreads = 256, kCropValues = 4;  // crop_low: block, values per thread
 
 template <class T> struct Cx;
 template <> struct Cx<float> { using type = float2; };
@@ -56,8 +56,8 @@ struct Geometry {
 
 // a: h_in rows of mc spectrum values (pitch lda); g: kp tap rows (pitch ldg; rows past kh are
 // zeros, kp a multiple of R); o: oh rows (pitch ldo). nf (may be null): set when an output is
-// not finite (the plan's repair then recomputes those outputs directly). kdc and dc: both or
-// neither (above).
+// not finite (the plan's repair then recomputes those outputs directly). glo, low and nl: all
+// or none (above).
 template <class T, int R, int WARPS, int V>
 __global__ void __launch_bounds__(WARPS * 32) correlate_down(
     const typename Cx<T>::type* __restrict__ a, std::int64_t lda, int h_in, int mc,
@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(WARPS * 32) correlate_down(
 // plan's nl are zeros. A thread takes P values of a row (independent Horner chains) and a block
 // several rows, with the row's low terms loaded once: one value per thread in one-row blocks
 // was latency-bound (H100, 4096^2 fp32: 0.18 ms with V = 8 where the DC alone took 0.07).
-template <class T, int V, int P = 4>
+template <class T, int V, int P = kCropValues>
 __global__ void __launch_bounds__(kCropThreads) crop_low(
     const T* __restrict__ buf, int w, const double2* __restrict__ low,
     const double2* __restrict__ tw, T* __restrict__ out, std::int64_t stride, int rows, int cols,
@@ -175,10 +175,11 @@ __global__ void __launch_bounds__(kCropThreads) crop_low(
   }
 }
 
-// crop_low's grid: the columns of a row in blocks of kCropThreads * 4, about `blocks` blocks in
+// crop_low's grid: the columns of a row in blocks of kCropThreads * kCropValues, about `blocks` in
 // all (what the GPU holds at once: the rows are then shared out evenly, with no tail wave).
 inline dim3 crop_grid(int rows, int cols, int blocks) {
-  const int gx = (cols + kCropThreads * 4 - 1) / (kCropThreads * 4);
+  constexpr int span = kCropThreads * kCropValues;
+  const int gx = (cols + span - 1) / span;
   const int gy = std::min(rows, std::min(65535, std::max(1, blocks / gx)));
   return dim3(gx, gy);
 }
