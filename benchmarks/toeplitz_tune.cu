@@ -3,7 +3,7 @@
 // device) and checks every output of a few odd shapes, and NaN/inf locality, against a float64
 // direct correlation on the host — without building the package (the device build takes ~100 s).
 // Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o tunebin/toeplitz_tune benchmarks/toeplitz_tune.cu
-// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --one PREC K]
+// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --round7 | --round8 | --round9 | --one PREC K]
 // (default: every precision's checks, then the default geometries' times; --round4: the
 // variants of round 4, results/toeplitz_tune_round4_h100.txt; tunebin/ is not committed)
 #include <algorithm>
@@ -220,6 +220,86 @@ static void tf32_ideas(std::mt19937_64& rng, std::vector<double>& img, int n) {
   check_shapes<Precision::tf32, Geom<8, 8, 1, 2, false, 2, true>>(rng, "G8x8x1ldmu2");
 }
 
+// Round 7: output groups per warp G chosen so that the CTA tiles fill the GPU's slots in whole
+// rounds (TC_FP_NOTES.md, 2026-11-26 third stop): at 4096^2, three CTAs per SM, G = 8's
+// 64 x 128 tiles take 6 rounds at 86 % of the slots, G = 7's 64 x 112 tiles 6 rounds at 98 %.
+static void round7(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  using M7 = Geom<7, 4, 2, 3, false, 2, true>;
+  using M6 = Geom<6, 4, 2, 3, false, 2, true>;
+  using G7 = Geom<7, 4, 2, 2, false, 2, true, 0, 0>;
+  using F3 = Geom<3, 4, 2, 2>;
+  using F5 = Geom<5, 4, 2, 2>;
+  check_shapes<Precision::tf32, M7>(rng, "mid G7");
+  check_shapes<Precision::tf32, G7>(rng, "geo G7");
+  check_shapes<Precision::fp32, F3>(rng, "fp32 G3");
+  std::fflush(stdout);
+  for (auto& x : img) x = U(rng);
+  const std::vector<int> ks = {3, 9, 15, 21, 25, 35};
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid G8", ks);
+  time_geo<Precision::tf32, M7>(img, n, rng, "mid G7", ks);
+  time_geo<Precision::tf32, M6>(img, n, rng, "mid G6", ks);
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "geo G8", {25, 35, 55});
+  time_geo<Precision::tf32, G7>(img, n, rng, "geo G7", {25, 35, 55});
+  time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, "fp32 G4", {15, 25});
+  time_geo<Precision::fp32, F3>(img, n, rng, "fp32 G3", {15, 25});
+  time_geo<Precision::fp32, F5>(img, n, rng, "fp32 G5", {15, 25});
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid G8", {15});
+  time_geo<Precision::tf32, M7>(img, n, rng, "mid G7", {15});
+}
+
+// Round 8: fp32 / fp64 on DMMA with more output groups per warp (round 7: fp32 G = 5 beat G = 4
+// by 8-10 % at k = 15 / 25).
+template <int G, Precision P = Precision::fp32>
+void dmma_g(std::mt19937_64& rng, std::vector<double>& img, int n, const char* tag,
+            std::vector<int> ks = {3, 9, 15, 25, 35, 55}) {
+  time_geo<P, Geom<G, 4, 2, 2>>(img, n, rng, tag, ks);
+}
+static void round8(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  check_shapes<Precision::fp32, Geom<5, 4, 2, 2>>(rng, "fp32 G5");
+  check_shapes<Precision::fp32, Geom<6, 4, 2, 2>>(rng, "fp32 G6");
+  check_shapes<Precision::fp64, Geom<5, 4, 2, 2>>(rng, "fp64 G5");
+  std::fflush(stdout);
+  for (auto& x : img) x = U(rng);
+  dmma_g<4>(rng, img, n, "fp32 G4");
+  dmma_g<5>(rng, img, n, "fp32 G5");
+  dmma_g<6>(rng, img, n, "fp32 G6");
+  dmma_g<7>(rng, img, n, "fp32 G7", {15, 25});
+  dmma_g<8>(rng, img, n, "fp32 G8", {15, 25});
+  time_geo<Precision::fp32, Geom<5, 2, 4, 2>>(img, n, rng, "fp32 G5 2x4", {15, 25});
+  time_geo<Precision::fp32, Geom<6, 8, 1, 2>>(img, n, rng, "fp32 G6 8x1", {15, 25});
+  time_geo<Precision::fp32, Geom<5, 4, 2, 2, false, 2>>(img, n, rng, "fp32 G5 u2", {15, 25});
+  time_geo<Precision::fp32, Geom<5, 4, 2, 2, false, 1, false, 0, 0>>(img, n, rng, "fp32 G5 nopf",
+                                                                    {15, 25});
+  dmma_g<2, Precision::fp64>(rng, img, n, "fp64 G2", {3, 15, 25, 35});
+  dmma_g<4, Precision::fp64>(rng, img, n, "fp64 G4", {3, 15, 25, 35});
+  dmma_g<5, Precision::fp64>(rng, img, n, "fp64 G5", {3, 15, 25, 35});
+  dmma_g<6, Precision::fp64>(rng, img, n, "fp64 G6", {3, 15, 25, 35});
+}
+
+// Round 9: round 8's finalists without the B prefetch (PF = 0), every k.
+template <int G, Precision P = Precision::fp32, int PF = 0>
+void dmma_np(std::mt19937_64& rng, std::vector<double>& img, int n, const char* tag,
+             std::vector<int> ks = {3, 9, 15, 25, 35, 55}) {
+  time_geo<P, Geom<G, 4, 2, 2, false, 1, false, 0, PF>>(img, n, rng, tag, ks);
+}
+static void round9(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  check_shapes<Precision::fp32, Geom<6, 4, 2, 2, false, 1, false, 0, 0>>(rng, "fp32 G6 nopf");
+  check_shapes<Precision::fp64, Geom<6, 4, 2, 2>>(rng, "fp64 G6");
+  std::fflush(stdout);
+  for (auto& x : img) x = U(rng);
+  dmma_np<5>(rng, img, n, "fp32 G5 nopf");
+  dmma_np<6>(rng, img, n, "fp32 G6 nopf");
+  dmma_np<7>(rng, img, n, "fp32 G7 nopf");
+  dmma_np<4, Precision::fp32, -1>(rng, img, n, "fp32 G4", {15, 25});
+  dmma_np<5, Precision::fp64>(rng, img, n, "fp64 G5 nopf", {3, 9, 15, 25, 35});
+  dmma_np<6, Precision::fp64>(rng, img, n, "fp64 G6 nopf", {3, 9, 15, 25, 35});
+  dmma_np<6, Precision::fp64, -1>(rng, img, n, "fp64 G6", {3, 9, 15, 25, 35});
+  dmma_np<2, Precision::fp64, -1>(rng, img, n, "fp64 G2", {15, 25});
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   std::mt19937_64 rng(1995);
@@ -228,6 +308,18 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<double> U(0, 1);
   if (mode == "--round4") {
     round4(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round9") {
+    round9(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round8") {
+    round8(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round7") {
+    round7(rng, img, n);
     return 0;
   }
   if (mode == "--tf32") {
