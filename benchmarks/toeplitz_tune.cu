@@ -3,7 +3,7 @@
 // device) and checks every output of a few odd shapes, and NaN/inf locality, against a float64
 // direct correlation on the host — without building the package (the device build takes ~100 s).
 // Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o tunebin/toeplitz_tune benchmarks/toeplitz_tune.cu
-// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --round7 | --round8 | --round9 | --one PREC K]
+// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --round7 | --round8 | --round9 | --round10 | --round11 | --round12 | --round13 | --round14 | --one PREC K]
 // (default: every precision's checks, then the default geometries' times; --round4: the
 // variants of round 4, results/toeplitz_tune_round4_h100.txt; tunebin/ is not committed)
 #include <algorithm>
@@ -37,6 +37,7 @@ template <class T> double host_load(T x) {
 static bool g_nocarry = false;  // time the one-row-block-per-CTA form
 static bool g_unaligned = false;  // image 4 bytes off 16-byte alignment: no cp.async staging
 static std::size_t g_budget = kSmemBudget;  // shared memory per CTA (three CTAs per SM: less)
+static bool g_pad_out = false;  // output rows padded to 8 elements (32-byte aligned rows)
 
 using harness::Dev;
 
@@ -46,12 +47,12 @@ std::vector<double> run(const std::vector<double>& img, int ih, int iw,
                         const std::vector<double>& ker, int kh, int kw, float* ms) {
   using In = typename CfgOf<P, Gm>::In;
   using Out = typename Prec<P>::Store;
-  const int oh = ih - kh + 1, ow = iw - kw + 1;
+  const int oh = ih - kh + 1, ow = iw - kw + 1, old = g_pad_out ? (ow + 7) / 8 * 8 : ow;
   std::vector<In> hin(img.size());
   for (std::size_t i = 0; i < img.size(); ++i) hin[i] = host_store<In>(img[i]);
   auto st = prepare<P, Gm>(ker.data(), kh, kw, g_budget);
   if (g_nocarry) st.carry = false;
-  Dev din((hin.size() + 4) * sizeof(In)), dout(static_cast<std::size_t>(oh) * ow * sizeof(Out));
+  Dev din((hin.size() + 4) * sizeof(In)), dout(static_cast<std::size_t>(oh) * old * sizeof(Out));
   Dev dband(st.band.size() * sizeof(st.band[0])), dkd(st.kd.size() * sizeof(st.kd[0]));
   In* dimg = static_cast<In*>(din.p) + (g_unaligned ? 1 : 0);
   TC_CUDA_CHECK(cudaMemcpy(dimg, hin.data(), hin.size() * sizeof(In), cudaMemcpyHostToDevice));
@@ -63,13 +64,14 @@ std::vector<double> run(const std::vector<double>& img, int ih, int iw,
   a.in = dimg;
   a.in_ld = iw;
   a.out = dout.p;
-  a.out_ld = ow;
+  a.out_ld = old;
   a.ih = ih; a.iw = iw; a.oh = oh; a.ow = ow; a.kh = kh; a.kw = kw;
   launch<P, Gm>(a, st, dband.p, dkd.p, nullptr);
   TC_CUDA_CHECK(cudaDeviceSynchronize());
   if (ms) *ms = harness::median_ms([&] { launch<P, Gm>(a, st, dband.p, dkd.p, nullptr); });
   std::vector<Out> hout(static_cast<std::size_t>(oh) * ow);
-  TC_CUDA_CHECK(cudaMemcpy(hout.data(), dout.p, hout.size() * sizeof(Out), cudaMemcpyDeviceToHost));
+  TC_CUDA_CHECK(cudaMemcpy2D(hout.data(), ow * sizeof(Out), dout.p, old * sizeof(Out),
+                             ow * sizeof(Out), oh, cudaMemcpyDeviceToHost));
   std::vector<double> r(hout.size());
   for (std::size_t i = 0; i < r.size(); ++i) r[i] = host_load(hout[i]);
   return r;
@@ -300,6 +302,99 @@ static void round9(std::mt19937_64& rng, std::vector<double>& img, int n) {
   dmma_np<2, Precision::fp64, -1>(rng, img, n, "fp64 G2", {15, 25});
 }
 
+// Round 10: tf32 GeoMid without the B prefetch (ptxas spills ~24 bytes at 80 registers), and
+// the staging loop with a fixed thread -> chunk map (StageMap; compare the default mode's times
+// with the binary of the commit before).
+static void round10(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  using M0 = Geom<8, 4, 2, 3, false, 2, true, 0, 0>;
+  check_shapes<Precision::tf32, M0>(rng, "mid nopf");
+  g_unaligned = true;
+  check_shapes<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(rng, "mid unalgn");
+  check_shapes<Precision::fp32, Cfg<Precision::fp32>::Geo>(rng, "fp32 unalgn");
+  check_shapes<Precision::bf16, Cfg<Precision::bf16>::Geo>(rng, "bf16 unalgn");
+  g_unaligned = false;
+  std::fflush(stdout);
+  for (auto& x : img) x = U(rng);
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid", {9, 15, 21, 25});
+  time_geo<Precision::tf32, M0>(img, n, rng, "mid nopf", {9, 15, 21, 25});
+}
+
+// Round 11: GeoMid without prefetch, other warp layouts and unrolls (tf32, three CTAs per SM).
+static void round11(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  check_shapes<Precision::tf32, Geom<8, 2, 4, 3, false, 2, true, 0, 0>>(rng, "mid 2x4");
+  check_shapes<Precision::tf32, Geom<8, 8, 1, 3, false, 2, true, 0, 0>>(rng, "mid 8x1");
+  std::fflush(stdout);
+  for (auto& x : img) x = U(rng);
+  const std::vector<int> ks = {9, 13, 15, 17, 21, 25};
+  time_geo<Precision::tf32, Geom<8, 4, 2, 3, false, 2, true, 0, 0>>(img, n, rng, "mid nopf", ks);
+  time_geo<Precision::tf32, Geom<8, 2, 4, 3, false, 2, true, 0, 0>>(img, n, rng, "mid 2x4", ks);
+  time_geo<Precision::tf32, Geom<8, 8, 1, 3, false, 2, true, 0, 0>>(img, n, rng, "mid 8x1", ks);
+  time_geo<Precision::tf32, Geom<7, 4, 2, 3, false, 2, true, 0, 0>>(img, n, rng, "mid G7", ks);
+  time_geo<Precision::tf32, Geom<8, 4, 2, 3, false, 1, true, 0, 0>>(img, n, rng, "mid u1", ks);
+  time_geo<Precision::tf32, Geom<8, 4, 2, 3, false, 4, true, 0, 0>>(img, n, rng, "mid u4", ks);
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid pf", ks);
+}
+
+// Round 12: what misaligned output rows cost (rows of 4096 - k + 1 floats start at 8 or 16
+// bytes into a 32-byte sector unless k = 1 mod 8): the same kernels writing rows padded to 8.
+static void round12(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  for (auto& x : img) x = U(rng);
+  using M0 = Geom<8, 4, 2, 3, false, 2, true, 0, 0>;
+  const std::vector<int> ks = {13, 15, 17, 21, 25};
+  for (int pad = 0; pad < 2; ++pad) {
+    g_pad_out = pad;
+    time_geo<Precision::tf32, M0>(img, n, rng, pad ? "mid nopf pad" : "mid nopf", ks);
+    time_geo<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, rng, pad ? "fp32 pad" : "fp32", {15, 25});
+    time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, pad ? "f16f32 pad" : "f16f32", {15, 25});
+  }
+  g_pad_out = true;
+  check_shapes<Precision::tf32, M0>(rng, "mid nopf pad");
+  g_pad_out = false;
+}
+
+// Round 13: Geom SO (outputs through per-warp shared-memory buffers, one store per row).
+static void round13(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  using M0 = Geom<8, 4, 2, 3, false, 2, true, 0, 0>;
+  using MS = Geom<8, 4, 2, 3, false, 2, true, 0, 0, false, true>;
+  using SS = Geom<4, 4, 2, 3, false, 1, true, 0, -1, false, true>;
+  using GS = Geom<8, 4, 2, 2, false, 2, true, 0, 0, false, true>;
+  using HS = Geom<8, 4, 2, 2, false, 1, false, 0, -1, false, true>;
+  check_shapes<Precision::tf32, MS>(rng, "mid SO");
+  check_shapes<Precision::tf32, SS>(rng, "small SO");
+  check_shapes<Precision::fp16fp32, HS>(rng, "f16f32 SO");
+  check_shapes<Precision::fp16, HS>(rng, "fp16 SO");
+  g_unaligned = true;
+  check_shapes<Precision::tf32, MS>(rng, "mid SO unal");
+  g_unaligned = false;
+  std::fflush(stdout);
+  for (auto& x : img) x = U(rng);
+  const std::vector<int> ks = {9, 13, 15, 17, 21, 25};
+  time_geo<Precision::tf32, M0>(img, n, rng, "mid nopf", ks);
+  time_geo<Precision::tf32, MS>(img, n, rng, "mid SO", ks);
+  time_geo<Precision::tf32, TfSmall>(img, n, rng, "small", {3, 5, 7});
+  time_geo<Precision::tf32, SS>(img, n, rng, "small SO", {3, 5, 7});
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "geo", {27, 35, 55});
+  time_geo<Precision::tf32, GS>(img, n, rng, "geo SO", {27, 35, 55});
+  time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "f16f32", {3, 15, 25, 35, 55});
+  time_geo<Precision::fp16fp32, HS>(img, n, rng, "f16f32 SO", {3, 15, 25, 35, 55});
+  time_geo<Precision::tf32, MS>(img, n, rng, "mid SO", {15});
+  time_geo<Precision::tf32, M0>(img, n, rng, "mid nopf", {15});
+}
+
+// Round 14: tf32 tiers after SO: which of Geo (SO), GeoMid and GeoSmall per kernel size.
+static void round14(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  for (auto& x : img) x = U(rng);
+  const std::vector<int> ks = {3, 5, 7, 9, 11, 13, 15, 19, 23, 25, 27, 29};
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, rng, "geo", ks);
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid", ks);
+  time_geo<Precision::tf32, TfSmall>(img, n, rng, "small", {3, 5, 7, 9});
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   std::mt19937_64 rng(1995);
@@ -308,6 +403,26 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<double> U(0, 1);
   if (mode == "--round4") {
     round4(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round14") {
+    round14(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round13") {
+    round13(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round12") {
+    round12(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round11") {
+    round11(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round10") {
+    round10(rng, img, n);
     return 0;
   }
   if (mode == "--round9") {
@@ -345,6 +460,7 @@ int main(int argc, char** argv) {
     if (p == "fp16fp32") run<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, n, ker, k, k, nullptr);
     if (p == "fp32") run<Precision::fp32, Cfg<Precision::fp32>::Geo>(img, n, n, ker, k, k, nullptr);
     if (p == "tf32") run<Precision::tf32, Cfg<Precision::tf32>::Geo>(img, n, n, ker, k, k, nullptr);
+    if (p == "tf32mid") run<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, n, ker, k, k, nullptr);
     return 0;
   }
   time_geo<Precision::fp16fp32, Cfg<Precision::fp16fp32>::Geo>(img, n, rng, "default");

@@ -61,11 +61,16 @@ enum class AccKind { f32, f32x3, f64 };
 // PF: the next kernel row's B fragments prefetched (1), not (0), or while they fit (-1).
 // RE (tf32 with LDM): kernel rows walked in classes r, r + 8, r + 16, ..: row u + 8's A
 // fragments are row u's upper half (image rows u + 8 + g) plus 8 new rows, loaded by ldmatrix.x2.
+// SO (outputs of at most 4 bytes, 8 G a multiple of 32): a warp's 16 x 8 G outputs leave
+// through its own shared-memory buffer, 8 rows at a time, so that each store instruction writes
+// one row's 8 G contiguous outputs: output rows of 4096 - k + 1 floats start inside a 32-byte
+// sector unless k = 1 mod 8, and the fragment layout's 32-byte row pieces then cost two sectors
+// each.
 template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1,
-          bool LDM_ = false, int X3_ = 0, int PF_ = -1, bool RE_ = false>
+          bool LDM_ = false, int X3_ = 0, int PF_ = -1, bool RE_ = false, bool SO_ = false>
 struct Geom {
   static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_, X3 = X3_, PF = PF_;
-  static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_;
+  static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_, SO = SO_;
   static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
@@ -77,7 +82,11 @@ template <Precision P> struct Cfg;
 template <> struct Cfg<Precision::fp16> {
   using In = __half; using S = __half; using Coef = std::uint32_t; using Acc = float;
   static constexpr int KK = 16, kRings = 1;
-  using Geo = Geom<8, 4, 2, 2>;
+  // Outputs through the warps' buffers (SO): H100, 4096^2, fp16fp32, kernel ms at k = 3 / 15 /
+  // 25 / 35 / 55: 0.042 / 0.082 / 0.112 / 0.175 / 0.302 against 0.072 / 0.089 / 0.113 / 0.177 /
+  // 0.302 with the fragments' own stores (harness round 13: half rows of 4096 - k + 1 elements
+  // start mid-sector, and each 16-byte row piece cost two sectors).
+  using Geo = Geom<8, 4, 2, 2, false, 1, false, 0, -1, false, true>;
   static constexpr AccKind acc = AccKind::f32;
 };
 template <> struct Cfg<Precision::fp16fp32> : Cfg<Precision::fp16> {};
@@ -92,14 +101,19 @@ template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
 //    against G = 8 at k = 5 / 7 / 9 / 11 / 13: 0.077 / 0.087 / 0.084 / 0.113 / 0.117 vs 0.082 /
 //    0.099 / 0.072 / 0.103 / 0.101 (the crossover between k = 7 and 9);
 //  - GeoMid (G = 8, three CTAs per SM in 72 KB each, so no carried rows at k = 15, rows
-//    unrolled by 2) up to kMidArea: 0.103 / 0.110 / 0.155 / 0.299 / 0.568;
+//    unrolled by 2, no B prefetch) up to kMidArea: 0.103 / 0.110 / 0.155 / 0.299 / 0.568 with
+//    the prefetch; without it (ptxas spilled 24 bytes at 80 registers with it) 0.072 / 0.103 /
+//    0.152 at k = 9 / 15 / 25 against 0.071 / 0.108 / 0.155 (rounds 10-11);
 //  - Geo (G = 8, two CTAs per SM, rows unrolled by 2, no B prefetch) above: 0.100 / 0.119 /
-//    0.158 / 0.279 / 0.517 (with B prefetch: 0.100 / 0.119 / 0.161 / 0.294 / 0.544).
+//    0.158 / 0.279 / 0.517 (with B prefetch: 0.100 / 0.119 / 0.161 / 0.294 / 0.544); outputs
+//    through the warps' buffers (SO) 0.214 / 0.268 / 0.517 at k = 27 / 35 / 55 against 0.224 /
+//    0.276 / 0.524 (round 13). GeoMid with SO was slower (0.106 vs 0.103 at k = 15), though its
+//    output rows cost ~11 %: the same kernel writing rows padded to 8 floats took 0.092 ms.
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
   static constexpr int KK = 8, kRings = 1;
-  using Geo = Geom<8, 4, 2, 2, false, 2, true, 0, 0>;
-  using GeoMid = Geom<8, 4, 2, 3, false, 2, true>;
+  using Geo = Geom<8, 4, 2, 2, false, 2, true, 0, 0, false, true>;
+  using GeoMid = Geom<8, 4, 2, 3, false, 2, true, 0, 0>;
   using GeoSmall = Geom<4, 4, 2, 3, false, 1, true>;
   static constexpr long long kSmallArea = 64, kMidArea = 625;
   static constexpr AccKind acc = AccKind::f32;
@@ -171,6 +185,15 @@ struct Args {
   bool carry;      // nph > 1: the next row block's new rows are copied during this one
   bool vec_ok;     // 16-byte cp.async from the image rows
   bool pair_ok;    // two neighbouring outputs per store
+  int so_off;      // Geom SO: byte offset of the warps' output buffers in shared memory
+};
+
+// Geom SO's per-warp output buffer: 8 rows of 8 G outputs, rows padded so that the fragment
+// layout's stores (rows g = 0..7, 8-byte pairs) spread over the banks.
+template <class Out, int G> struct SoBuf {
+  static constexpr int V = 8 * G / 32;                     // outputs per lane and row
+  static constexpr int LD = 8 * G + 32 / sizeof(Out);      // row stride, elements
+  static constexpr std::size_t bytes = static_cast<std::size_t>(kWarps) * 8 * LD * sizeof(Out);
 };
 
 // ---- m16n8k16 (fp16 / bf16 operands) --------------------------------------------------------
@@ -233,8 +256,6 @@ template <class S, class In> __device__ __forceinline__ S stage_cast(In x) {
   else return to_stage<S>(static_cast<float>(x));
 }
 
-// Rows [lo, hi) of the CTA's image window (relative to r0), columns cs.. (CW of them, rounded
-// up to 16 bytes), into ring slots row % R. Rows and columns past the image are zero.
 // 3xTF32: x = hi + lo, both tf32 (cvt.rna: NaN stays NaN, inf gives lo = NaN: the fallback).
 __device__ __forceinline__ void split_tf32(float x, float& hi, float& lo) {
   hi = round_to_tf32(x);
@@ -246,34 +267,58 @@ template <Precision P, class Gm>
 constexpr bool kRoundStaged =
     P == Precision::tf32 || CfgOf<P, Gm>::acc == AccKind::f32x3;
 
+// Which 16-byte chunk of a staged row a thread copies (and, for tf32, rounds): a fixed column
+// chunk ch, rows rr0, rr0 + RP, .. of the window, so that a pass over the rows costs a pointer
+// and a ring-slot increment per chunk instead of a division (the copy loop was ~35 instructions
+// per 16 bytes; H100 ncu, tf32 k = 15: staging was ~30 % of the kernel's instructions).
+template <class S, int CW> struct StageMap {
+  static constexpr int E = 16 / sizeof(S);          // elements per chunk
+  static constexpr int nch = (CW + E - 1) / E;      // chunks per row
+  static constexpr int RP = (kWarps * 32) / nch;    // rows per pass
+  static_assert(RP >= 1, "a CTA's threads cover one staged row");
+  int ch, rr0;
+  __device__ StageMap() : ch(threadIdx.x % nch), rr0(threadIdx.x / nch) {}
+  __device__ bool idle() const { return rr0 >= RP; }
+};
+
+// Rows [lo, hi) of the CTA's image window (relative to r0), columns cs.. (CW of them, rounded
+// up to 16 bytes), into ring slots row % R. Rows and columns past the image are zero.
 template <Precision P, class Gm, int CW>
 __device__ __forceinline__ void stage_rows(const Args& a, typename CfgOf<P, Gm>::S* sm, int r0,
                                            int cs, int lo, int hi) {
   using S = typename CfgOf<P, Gm>::S;
   using In = typename CfgOf<P, Gm>::In;
-  constexpr int E = 16 / sizeof(S);
-  constexpr int nch = (CW + E - 1) / E;
+  using M = StageMap<S, CW>;
+  constexpr int E = M::E;
+  const M m;
+  if (m.idle() || lo + m.rr0 >= hi) return;
   const In* img = static_cast<const In*>(a.in);
-  const int slot0 = lo % a.R;  // hi - lo <= R rows: slots wrap at most once
-  for (int i = threadIdx.x; i < (hi - lo) * nch; i += kWarps * 32) {
-    const int rr = i / nch, ch = i - rr * nch;
-    const int gr = r0 + lo + rr, gc = cs + ch * E;
-    const int slot = slot0 + rr >= a.R ? slot0 + rr - a.R : slot0 + rr;
-    S* dst = sm + static_cast<std::size_t>(slot) * a.ld + ch * E;
-    if constexpr (kRoundStaged<P, Gm>) {
-      if (a.vec_ok) {  // raw fp32 by cp.async; round_rows rounds it after the wait
-        int bytes = gr < a.ih ? (a.iw - gc) * 4 : 0;
-        bytes = bytes < 0 ? 0 : (bytes > 16 ? 16 : bytes);
-        cp_async_bytes(dst, bytes ? img + static_cast<long long>(gr) * a.in_ld + gc : img, bytes);
-        continue;
-      }
-      // unaligned rows: through registers, rounded here
+  const int gc = cs + m.ch * E;
+  int slot = (lo + m.rr0) % a.R;  // hi - lo <= R rows: walked with one wrap at most
+  int gr = r0 + lo + m.rr0;
+  S* col = sm + m.ch * E;
+  if (a.vec_ok && (std::is_same_v<S, In> || kRoundStaged<P, Gm>)) {
+    // raw image bytes by cp.async (tf32 and 3xTF32: rounded / split by round_rows after the wait)
+    int cb = (a.iw - gc) * static_cast<int>(sizeof(In));
+    cb = cb < 0 ? 0 : (cb > 16 ? 16 : cb);
+    const In* src = img + static_cast<long long>(gr) * a.in_ld + gc;
+    const long long step = static_cast<long long>(M::RP) * a.in_ld;
+    for (int rr = lo + m.rr0; rr < hi; rr += M::RP) {
+      const int bytes = gr < a.ih ? cb : 0;
+      cp_async_bytes(col + static_cast<std::size_t>(slot) * a.ld, bytes ? src : img, bytes);
+      src += step;
+      gr += M::RP;
+      slot += M::RP;
+      if (slot >= a.R) slot -= a.R;
+    }
+    return;
+  }
+  for (int rr = lo + m.rr0; rr < hi; rr += M::RP) {
+    S* dst = col + static_cast<std::size_t>(slot) * a.ld;
+    const In* src = img + static_cast<long long>(gr) * a.in_ld + gc;
+    if constexpr (kRoundStaged<P, Gm>) {  // unaligned fp32 rows: through registers, rounded here
       float v[4] = {0.f, 0.f, 0.f, 0.f};
-      const float* src = img + static_cast<long long>(gr) * a.in_ld + gc;
-      if (a.vec_ok && gr < a.ih && gc + 3 < a.iw) {
-        const float4 f = __ldg(reinterpret_cast<const float4*>(src));
-        v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
-      } else if (gr < a.ih) {
+      if (gr < a.ih) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) v[e] = gc + e < a.iw ? src[e] : 0.f;
       }
@@ -289,41 +334,35 @@ __device__ __forceinline__ void stage_rows(const Args& a, typename CfgOf<P, Gm>:
         *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(v[0]), round_to_tf32(v[1]),
                                                       round_to_tf32(v[2]), round_to_tf32(v[3]));
       }
-      continue;
-    }
-    if constexpr (std::is_same_v<S, In>) {
-      if (a.vec_ok) {
-        int bytes = gr < a.ih ? (a.iw - gc) * static_cast<int>(sizeof(In)) : 0;
-        bytes = bytes < 0 ? 0 : (bytes > 16 ? 16 : bytes);
-        const In* src = bytes ? img + static_cast<long long>(gr) * a.in_ld + gc : img;
-        cp_async_bytes(dst, src, bytes);
-        continue;
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const bool in = gr < a.ih && gc + e < a.iw;
+        dst[e] = in ? stage_cast<S>(src[e]) : to_stage<S>(0.f);
       }
     }
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const bool in = gr < a.ih && gc + e < a.iw;
-      dst[e] = in ? stage_cast<S>(img[static_cast<long long>(gr) * a.in_ld + gc + e])
-                  : to_stage<S>(0.f);
-    }
+    gr += M::RP;
+    slot += M::RP;
+    if (slot >= a.R) slot -= a.R;
   }
 }
 
 // tf32 with 16-byte copies: after cp_async_wait_all, each thread rounds the chunks it copied
-// itself in stage_rows (same loop, so no barrier is needed between the copy and this pass). Once
-// per element, and the copies stay asynchronous (staging through registers stalled the CTA's
-// warps on global latency: 0.115 -> 0.096 ms at k = 3, 0.152 -> 0.136 at k = 15, H100).
+// itself in stage_rows (the same StageMap, so no barrier is needed between the copy and this
+// pass). Once per element, and the copies stay asynchronous (staging through registers stalled
+// the CTA's warps on global latency: 0.115 -> 0.096 ms at k = 3, 0.152 -> 0.136 at k = 15, H100).
 template <Precision P, class Gm, int CW>
 __device__ __forceinline__ void round_rows(const Args& a, typename CfgOf<P, Gm>::S* sm, int lo,
                                            int hi) {
   if constexpr (kRoundStaged<P, Gm>) {
     if (!a.vec_ok) return;  // rounded as staged
-    constexpr int nch = (CW + 3) / 4;
-    const int slot0 = lo % a.R;
-    for (int i = threadIdx.x; i < (hi - lo) * nch; i += kWarps * 32) {
-      int slot = slot0 + i / nch;
-      if (slot >= a.R) slot -= a.R;  // hi - lo <= R: one wrap at most
-      float* dst = sm + static_cast<std::size_t>(slot) * a.ld + (i % nch) * 4;
+    using M = StageMap<float, CW>;
+    const M m;
+    if (m.idle()) return;
+    int slot = (lo + m.rr0) % a.R;
+    float* col = sm + m.ch * 4;
+    for (int rr = lo + m.rr0; rr < hi; rr += M::RP) {
+      float* dst = col + static_cast<std::size_t>(slot) * a.ld;
       const float4 f = *reinterpret_cast<const float4*>(dst);
       if constexpr (CfgOf<P, Gm>::acc == AccKind::f32x3) {
         float4 h, l;
@@ -337,6 +376,8 @@ __device__ __forceinline__ void round_rows(const Args& a, typename CfgOf<P, Gm>:
         *reinterpret_cast<float4*>(dst) = make_float4(round_to_tf32(f.x), round_to_tf32(f.y),
                                                       round_to_tf32(f.z), round_to_tf32(f.w));
       }
+      slot += M::RP;
+      if (slot >= a.R) slot -= a.R;
     }
   }
 }
@@ -355,6 +396,11 @@ __device__ __forceinline__ void store_pair(float* o, float a, float b) {
 __device__ __forceinline__ void store_pair(double* o, double a, double b) {
   *reinterpret_cast<double2*>(o) = make_double2(a, b);
 }
+
+// Whether a geometry's outputs leave through the per-warp buffers (Geom SO, where it applies).
+template <Precision P, class Gm>
+constexpr bool kStagedOut =
+    Gm::SO && sizeof(typename Prec<P>::Store) <= 4 && (8 * Gm::G) % 32 == 0;
 
 template <Precision P, class Gm, int DB>
 __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a) {
@@ -620,21 +666,53 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
     }
     continue;
   }
+  if constexpr (kStagedOut<P, Gm>) {
+    // Rows g (h = 0), then g + 8, through this warp's buffer: a store per row of 8 G outputs.
+    using B = SoBuf<Out, G>;
+    Out* wb = reinterpret_cast<Out*>(smem_raw + a.so_off) + static_cast<std::size_t>(warp) * 8 * B::LD;
+    const int jl = c0 + wcol + B::V * lane;  // this lane's first column of a row
 #pragma unroll
-  for (int p = 0; p < G; ++p)
+    for (int h = 0; h < 2; ++h) {
+      __syncwarp();  // the previous rows are out of the buffer
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {  // rows g, g + 8: outputs (j, j + 1) in acc[p][2h], [2h + 1]
-      const int i = i0 + 8 * h, j = j0 + 8 * p;
-      if (i >= a.oh || j >= a.ow) continue;
-      Out* o = out + static_cast<long long>(i) * a.out_ld + j;
-      const Out v0 = store_out<Out>(acc[p][2 * h]), v1 = store_out<Out>(acc[p][2 * h + 1]);
-      if (a.pair_ok && j + 1 < a.ow) {
-        store_pair(o, v0, v1);
-      } else {
-        o[0] = v0;
-        if (j + 1 < a.ow) o[1] = v1;
+      for (int p = 0; p < G; ++p)
+        store_pair(wb + g * B::LD + 8 * p + 2 * q, store_out<Out>(acc[p][2 * h]),
+                   store_out<Out>(acc[p][2 * h + 1]));
+      __syncwarp();
+#pragma unroll
+      for (int r = 0; r < 8; ++r) {
+        const int i = r0 + rt + wrow + 8 * h + r;
+        if (i >= a.oh) break;
+        const Out* b = wb + r * B::LD + B::V * lane;
+        Out* o = out + static_cast<long long>(i) * a.out_ld + jl;
+        if constexpr (B::V == 2) {
+          if (a.pair_ok && jl + 1 < a.ow) {
+            store_pair(o, b[0], b[1]);
+            continue;
+          }
+        }
+#pragma unroll
+        for (int e = 0; e < B::V; ++e)
+          if (jl + e < a.ow) o[e] = b[e];
       }
     }
+  } else {
+#pragma unroll
+    for (int p = 0; p < G; ++p)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // rows g, g + 8: outputs (j, j + 1) in acc[p][2h], [2h + 1]
+        const int i = i0 + 8 * h, j = j0 + 8 * p;
+        if (i >= a.oh || j >= a.ow) continue;
+        Out* o = out + static_cast<long long>(i) * a.out_ld + j;
+        const Out v0 = store_out<Out>(acc[p][2 * h]), v1 = store_out<Out>(acc[p][2 * h + 1]);
+        if (a.pair_ok && j + 1 < a.ow) {
+          store_pair(o, v0, v1);
+        } else {
+          o[0] = v0;
+          if (j + 1 < a.ow) o[1] = v1;
+        }
+      }
+  }
   }
 }
 
@@ -666,6 +744,7 @@ template <Precision P, class Gm> struct Setup {
   int db = 1, nblk = 1, lp = 0, ld = 0, S = 1, R = 0;
   bool carry = false;  // the ring also holds the next row block's new rows (CTAs walk rows)
   std::size_t smem = 0;
+  int so_off = 0;  // Geom SO: the warps' output buffers after the ring
 };
 
 template <Precision P, class Gm>
@@ -673,6 +752,9 @@ Setup<P, Gm> prepare(const double* kernel, int kh, int kw, std::size_t budget = 
   using C = CfgOf<P, Gm>;
   using S = typename C::S;
   if (Gm::MINB >= 3) budget = std::min(budget, kSmemBudget3);
+  constexpr std::size_t so_bytes =
+      kStagedOut<P, Gm> ? SoBuf<typename Prec<P>::Store, Gm::G>::bytes : 0;
+  budget -= so_bytes;
   Setup<P, Gm> st;
   const int nd = (kw + 7 + C::KK - 1) / C::KK;  // band chunks a group of 8 outputs meets
   st.db = nd <= 4 ? nd : nd <= 6 ? 6 : 8;
@@ -733,6 +815,10 @@ Setup<P, Gm> prepare(const double* kernel, int kh, int kw, std::size_t budget = 
     st.R = Gm::TH + 2 * st.S - 1;
   }
   st.smem = sizeof(S) * C::kRings * static_cast<std::size_t>(st.R) * st.ld;
+  if (so_bytes) {
+    st.so_off = static_cast<int>((st.smem + 15) / 16 * 16);
+    st.smem = st.so_off + so_bytes;
+  }
   return st;
 }
 
@@ -786,6 +872,7 @@ void launch(Args a, const Setup<P, Gm>& st, const void* band, const void* kd,
   a.R = st.R;
   a.ld = st.ld;
   a.nblk = st.nblk;
+  a.so_off = st.so_off;
   a.ncb = (a.ow + Gm::TW - 1) / Gm::TW;
   a.vec_ok = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 &&
              (a.in_ld * static_cast<long long>(sizeof(In))) % 16 == 0;
