@@ -30,10 +30,10 @@ SHAPES = [
     ((1, 64), (1, 64)),       # 1xN kernel as large as the image
     ((129, 257), (55, 55)),   # the largest benchmark kernel
     ((90, 530), (25, 9)),     # non-square kernel
-    ((70, 150), (8, 8)),      # tf32: the largest kernel area (64) of the small-kernel geometry
-    ((70, 150), (5, 13)),     # tf32: area 65, the mid geometry (three CTAs of G = 8 per SM)
-    ((90, 150), (25, 25)),    # tf32: area 625, the mid geometry's largest
-    ((90, 400), (2, 313)),    # tf32: area 626, the main geometry
+    ((70, 150), (7, 7)),      # tf32: area 49, the main geometry's small-kernel tier
+    ((70, 150), (5, 10)),     # tf32: area 50, the mid geometry (three CTAs of G = 8 per SM)
+    ((90, 150), (15, 17)),    # tf32: area 255, the mid geometry's largest
+    ((90, 400), (2, 128)),    # tf32: area 256, the main geometry again
 ]
 
 pytestmark = pytest.mark.gpu

@@ -53,9 +53,7 @@ std::unique_ptr<Plan> make_toeplitz_tc_plan(const PlanRequest& r) {
     using C = cuda::tz::Cfg<P>;
     if constexpr (P == Precision::tf32) {  // geometry by kernel area (measured: Cfg<tf32>)
       const long long area = static_cast<long long>(r.kh) * static_cast<long long>(r.kw);
-      if (area <= C::kSmallArea)
-        return std::make_unique<cuda::tz::ToeplitzPlan<P, typename C::GeoSmall>>(r);
-      if (area <= C::kMidArea)
+      if (area > C::kSmallArea && area <= C::kMidArea)
         return std::make_unique<cuda::tz::ToeplitzPlan<P, typename C::GeoMid>>(r);
     }
     return std::make_unique<cuda::tz::ToeplitzPlan<P, typename C::Geo>>(r);

@@ -94,28 +94,24 @@ template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
   using In = float; using S = __nv_bfloat16;
 };
 // tf32 rounds the image once, as it is staged (round_rows); the fragments are then ldmatrix
-// loads. Geometry per kernel area (H100, 4096², harness rounds 4 and 5, kernel ms at k = 3 / 15
-// / 25 / 35 / 55; round 3's default, G = 8 with scalar loads: 0.098 / 0.135 / 0.191 / 0.334 /
-// 0.630):
-//  - GeoSmall (G = 4, three CTAs per SM) up to kSmallArea: 0.075 / 0.130 / 0.192 / 0.346 / 0.680;
-//    against G = 8 at k = 5 / 7 / 9 / 11 / 13: 0.077 / 0.087 / 0.084 / 0.113 / 0.117 vs 0.082 /
-//    0.099 / 0.072 / 0.103 / 0.101 (the crossover between k = 7 and 9);
-//  - GeoMid (G = 8, three CTAs per SM in 72 KB each, so no carried rows at k = 15, rows
-//    unrolled by 2, no B prefetch) up to kMidArea: 0.103 / 0.110 / 0.155 / 0.299 / 0.568 with
-//    the prefetch; without it (ptxas spilled 24 bytes at 80 registers with it) 0.072 / 0.103 /
-//    0.152 at k = 9 / 15 / 25 against 0.071 / 0.108 / 0.155 (rounds 10-11);
-//  - Geo (G = 8, two CTAs per SM, rows unrolled by 2, no B prefetch) above: 0.100 / 0.119 /
-//    0.158 / 0.279 / 0.517 (with B prefetch: 0.100 / 0.119 / 0.161 / 0.294 / 0.544); outputs
-//    through the warps' buffers (SO) 0.214 / 0.268 / 0.517 at k = 27 / 35 / 55 against 0.224 /
-//    0.276 / 0.524 (round 13). GeoMid with SO was slower (0.106 vs 0.103 at k = 15), though its
-//    output rows cost ~11 %: the same kernel writing rows padded to 8 floats took 0.092 ms.
+// loads. Two geometries, by kernel area (H100, 4096², kernel ms):
+//  - Geo (G = 8, two CTAs per SM, rows unrolled by 2, no B prefetch, outputs through the warps'
+//    buffers: SO) for area <= kSmallArea and > kMidArea: 0.063 / 0.066 / 0.070 / 0.074 / 0.093
+//    / 0.098 / 0.105 / 0.130 / 0.145 / 0.154 / 0.214 at k = 3 / 5 / 7 / 9 / 11 / 13 / 15 / 19 /
+//    23 / 25 / 27 (harness round 14), 0.270 / 0.522 at k = 35 / 55;
+//  - GeoMid (G = 8, three CTAs per SM in 72 KB each, so no carried rows at k = 15, rows unrolled
+//    by 2, no B prefetch) between: 0.073 / 0.091 / 0.090 / 0.103 / 0.138 / 0.154 / 0.153 at k =
+//    9 / 11 / 13 / 15 / 19 / 23 / 25 (round 14; k = 17 not measured, the bound 255 falls
+//    between 15 and 19). With SO it was slower (0.106 vs 0.103 at k = 15, round 13) although
+//    its misaligned output rows cost ~11 %: the same kernel writing rows padded to 8 floats
+//    took 0.092 ms (round 12).
+// Before SO a G = 4 geometry at three CTAs per SM took kernels up to area 64 (0.070 at k = 3).
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
   static constexpr int KK = 8, kRings = 1;
   using Geo = Geom<8, 4, 2, 2, false, 2, true, 0, 0, false, true>;
   using GeoMid = Geom<8, 4, 2, 3, false, 2, true, 0, 0>;
-  using GeoSmall = Geom<4, 4, 2, 3, false, 1, true>;
-  static constexpr long long kSmallArea = 64, kMidArea = 625;
+  static constexpr long long kSmallArea = 49, kMidArea = 255;
   static constexpr AccKind acc = AccKind::f32;
 };
 template <> struct Cfg<Precision::fp64> {
