@@ -3,7 +3,7 @@
 // device) and checks every output of a few odd shapes, and NaN/inf locality, against a float64
 // direct correlation on the host — without building the package (the device build takes ~100 s).
 // Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o tunebin/toeplitz_tune benchmarks/toeplitz_tune.cu
-// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --round7 | --round8 | --round9 | --round10 | --round11 | --round12 | --round13 | --round14 | --one PREC K]
+// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --round7 | --round8 | --round9 | --round10 | --round11 | --round12 | --round13 | --round14 | --round15 | --round16 | --one PREC K]
 // (default: every precision's checks, then the default geometries' times; --round4: the
 // variants of round 4, results/toeplitz_tune_round4_h100.txt; tunebin/ is not committed)
 #include <algorithm>
@@ -395,6 +395,40 @@ static void round14(std::mt19937_64& rng, std::vector<double>& img, int n) {
   time_geo<Precision::tf32, TfSmall>(img, n, rng, "small", {3, 5, 7, 9});
 }
 
+// Round 15: tf32 at k = 9..25 with four CTAs per SM (64 registers).
+static void round15(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  using Q1 = Geom<8, 4, 2, 4, false, 1, true, 0, 0>;
+  using Q2 = Geom<8, 4, 2, 4, false, 2, true, 0, 0>;
+  using Q4 = Geom<4, 4, 2, 4, false, 2, true, 0, 0>;
+  check_shapes<Precision::tf32, Q1>(rng, "quad u1");
+  std::fflush(stdout);
+  for (auto& x : img) x = U(rng);
+  const std::vector<int> ks = {9, 13, 15, 19, 25};
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid", ks);
+  time_geo<Precision::tf32, Q1>(img, n, rng, "quad u1", ks);
+  time_geo<Precision::tf32, Q2>(img, n, rng, "quad u2", ks);
+  time_geo<Precision::tf32, Q4>(img, n, rng, "quad G4", ks);
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid", {15});
+}
+
+// Round 16: GeoMid with Geom RO (row-wise stores through the free image ring).
+static void round16(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  using MR = Geom<8, 4, 2, 3, false, 2, true, 0, 0, false, false, true>;
+  check_shapes<Precision::tf32, MR>(rng, "mid RO");
+  g_unaligned = true;
+  check_shapes<Precision::tf32, MR>(rng, "mid RO unal");
+  g_unaligned = false;
+  std::fflush(stdout);
+  for (auto& x : img) x = U(rng);
+  const std::vector<int> ks = {9, 13, 15, 17, 19, 25};
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid", ks);
+  time_geo<Precision::tf32, MR>(img, n, rng, "mid RO", ks);
+  time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid", {15});
+  time_geo<Precision::tf32, MR>(img, n, rng, "mid RO", {15});
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   std::mt19937_64 rng(1995);
@@ -403,6 +437,14 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<double> U(0, 1);
   if (mode == "--round4") {
     round4(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round16") {
+    round16(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round15") {
+    round15(rng, img, n);
     return 0;
   }
   if (mode == "--round14") {

@@ -66,11 +66,15 @@ enum class AccKind { f32, f32x3, f64 };
 // one row's 8 G contiguous outputs: output rows of 4096 - k + 1 floats start inside a 32-byte
 // sector unless k = 1 mod 8, and the fragment layout's 32-byte row pieces then cost two sectors
 // each.
+// RO: the same row-wise stores through buffers in the image ring itself, 16 rows at once, when a
+// CTA computes one row block and carries no rows (the ring is free after the last step's
+// barrier): no extra shared memory, for geometries whose CTAs are too many per SM for SO's.
 template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1,
-          bool LDM_ = false, int X3_ = 0, int PF_ = -1, bool RE_ = false, bool SO_ = false>
+          bool LDM_ = false, int X3_ = 0, int PF_ = -1, bool RE_ = false, bool SO_ = false,
+          bool RO_ = false>
 struct Geom {
   static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_, X3 = X3_, PF = PF_;
-  static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_, SO = SO_;
+  static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_, SO = SO_, RO = RO_;
   static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
@@ -104,13 +108,14 @@ template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
 //    9 / 11 / 13 / 15 / 19 / 23 / 25 (round 14; k = 17 not measured, the bound 255 falls
 //    between 15 and 19). With SO it was slower (0.106 vs 0.103 at k = 15, round 13) although
 //    its misaligned output rows cost ~11 %: the same kernel writing rows padded to 8 floats
-//    took 0.092 ms (round 12).
+//    took 0.092 ms (round 12). RO (the ring as the buffers) where rows are 8 bytes off 16:
+//    0.101 at k = 15 (launch_db).
 // Before SO a G = 4 geometry at three CTAs per SM took kernels up to area 64 (0.070 at k = 3).
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
   static constexpr int KK = 8, kRings = 1;
   using Geo = Geom<8, 4, 2, 2, false, 2, true, 0, 0, false, true>;
-  using GeoMid = Geom<8, 4, 2, 3, false, 2, true, 0, 0>;
+  using GeoMid = Geom<8, 4, 2, 3, false, 2, true, 0, 0, false, false, true>;
   static constexpr long long kSmallArea = 49, kMidArea = 255;
   static constexpr AccKind acc = AccKind::f32;
 };
@@ -182,6 +187,7 @@ struct Args {
   bool vec_ok;     // 16-byte cp.async from the image rows
   bool pair_ok;    // two neighbouring outputs per store
   int so_off;      // Geom SO: byte offset of the warps' output buffers in shared memory
+  bool ring_out;   // Geom RO: one row block per CTA, no carried rows, the ring holds the buffers
 };
 
 // Geom SO's per-warp output buffer: 8 rows of 8 G outputs, rows padded so that the fragment
@@ -397,6 +403,9 @@ __device__ __forceinline__ void store_pair(double* o, double a, double b) {
 template <Precision P, class Gm>
 constexpr bool kStagedOut =
     Gm::SO && sizeof(typename Prec<P>::Store) <= 4 && (8 * Gm::G) % 32 == 0;
+template <Precision P, class Gm>
+constexpr bool kRingOut =
+    Gm::RO && !Gm::SO && sizeof(typename Prec<P>::Store) <= 4 && (8 * Gm::G) % 32 == 0;
 
 template <Precision P, class Gm, int DB>
 __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a) {
@@ -662,6 +671,37 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
     }
     continue;
   }
+  if constexpr (kRingOut<P, Gm>) {
+    if (a.ring_out) {  // the 16 rows through this warp's part of the ring, a store per row
+      using B = SoBuf<Out, G>;
+      Out* wb = reinterpret_cast<Out*>(smem_raw) + static_cast<std::size_t>(warp) * 16 * B::LD;
+      const int jl = c0 + wcol + B::V * lane;
+#pragma unroll
+      for (int p = 0; p < G; ++p)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          store_pair(wb + (g + 8 * h) * B::LD + 8 * p + 2 * q, store_out<Out>(acc[p][2 * h]),
+                     store_out<Out>(acc[p][2 * h + 1]));
+      __syncwarp();
+#pragma unroll
+      for (int r = 0; r < 16; ++r) {
+        const int i = r0 + rt + wrow + r;
+        if (i >= a.oh) break;
+        const Out* b = wb + r * B::LD + B::V * lane;
+        Out* o = out + static_cast<long long>(i) * a.out_ld + jl;
+        if constexpr (B::V == 2) {
+          if (a.pair_ok && jl + 1 < a.ow) {
+            store_pair(o, b[0], b[1]);
+            continue;
+          }
+        }
+#pragma unroll
+        for (int e = 0; e < B::V; ++e)
+          if (jl + e < a.ow) o[e] = b[e];
+      }
+      continue;
+    }
+  }
   if constexpr (kStagedOut<P, Gm>) {
     // Rows g (h = 0), then g + 8, through this warp's buffer: a store per row of 8 G outputs.
     using B = SoBuf<Out, G>;
@@ -848,6 +888,18 @@ void launch_db(Args a, bool carry, std::size_t smem, cudaStream_t stream) {
       }
     }
     a.carry = a.nph > 1;
+  }
+  a.ring_out = false;
+  if constexpr (kRingOut<P, Gm>) {
+    // Only where output rows are not all 16-byte aligned: tf32 GeoMid, H100, 4096^2 (harness
+    // round 16), kernel ms with RO / without at k = 15 and 19 (rows 8 bytes off 16): 0.101 / 0.103
+    // and 0.128 / 0.137; at k = 13 (rows 16-byte aligned, not 32) 0.097 / 0.090, at k = 17 and
+    // 25 (32-byte aligned) 0.111 / 0.099 and 0.156 / 0.151, at k = 9 equal.
+    using Out = typename Prec<P>::Store;
+    using B = SoBuf<Out, Gm::G>;
+    const bool rows16 = reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0 &&
+                        (a.out_ld * static_cast<long long>(sizeof(Out))) % 16 == 0;
+    a.ring_out = a.nph == 1 && smem >= 2 * B::bytes && !rows16;  // 16 rows per warp: SoBuf x 2
   }
   const long long nctas = a.ncb * ((nrb + a.nph - 1) / a.nph);
   if (nctas > 0x7fffffffLL) throw ValueError("toeplitz_tc: image too large for one grid");
