@@ -93,7 +93,7 @@ int main() {
 
   for (int T : {1, 2, 4, 8, 12, 16}) {
     if (T > hw) break;
-    Team& team = *new Team(T);  // never freed: its detached threads outlive the loop
+    Team& team = *new Team(T);  // never freed: its workers serve every later loop
     std::vector<double> a, b, c, d, e, f, g;
     for (int r = 0; r < R; ++r) {
       auto t = Clock::now();

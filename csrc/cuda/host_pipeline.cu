@@ -45,7 +45,7 @@ constexpr std::int64_t kBandBytes = std::int64_t{8} << 20;
 constexpr int kTeamMax = 16;  // staging threads (capped at the hardware threads)
 
 Team& team() {
-  static Team* t = [] {  // never destroyed: its detached threads use it until exit
+  static Team* t = [] {  // never destroyed: its workers serve every plan until exit
     const unsigned hw = std::thread::hardware_concurrency();
     return new Team(std::max(1, std::min<int>(kTeamMax, hw ? static_cast<int>(hw) : 1)));
   }();

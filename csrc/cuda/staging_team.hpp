@@ -21,12 +21,23 @@ namespace tc {
 // pipeline in another Python thread) runs its pieces itself.
 class Team {
  public:
-  // `threads` in all, the caller included. The workers are detached: a Team must outlive them
-  // (host_pipeline.cu's is never destroyed; benchmarks/host_probe.cu's live until exit).
+  // `threads` in all, the caller included. The destructor stops and joins the workers (no run()
+  // may be in progress): detached workers outlived a Team that was a local of main() and touched
+  // its freed words after main returned (tests/native/staging_team_check.cpp: SIGSEGV at exit,
+  // once in a full GPU-suite run).
   explicit Team(int threads) {
     for (int i = 1; i < threads; ++i) threads_.emplace_back([this] { loop(); });
-    for (auto& t : threads_) t.detach();
   }
+  ~Team() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_.store(true);
+      wake_.notify_all();
+    }
+    for (auto& t : threads_) t.join();
+  }
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
   int size() const { return static_cast<int>(threads_.size()) + 1; }
 
   void run(std::int64_t pieces, const std::function<void(std::int64_t)>& f) {
@@ -87,15 +98,18 @@ class Team {
       const auto t0 = std::chrono::steady_clock::now();
       for (int spins = 1; gen_of(claim_.load()) == seen; ++spins) {
         if (spins % 64) continue;
+        if (stop_.load()) return;
         if (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1)) {
           std::this_thread::yield();
           continue;
         }
         std::unique_lock<std::mutex> lk(m_);
         sleepers_.fetch_add(1);
-        wake_.wait(lk, [&] { return gen_of(claim_.load()) != seen; });
+        wake_.wait(lk, [&] { return stop_.load() || gen_of(claim_.load()) != seen; });
         sleepers_.fetch_sub(1);
+        if (stop_.load()) return;
       }
+      if (stop_.load()) return;
       seen = gen_of(claim_.load());
       work(seen);
     }
@@ -107,6 +121,7 @@ class Team {
   std::atomic<std::int64_t> done_{0};
   std::atomic<const std::function<void(std::int64_t)>*> fn_{nullptr};
   std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
   std::exception_ptr error_;
 };
 
