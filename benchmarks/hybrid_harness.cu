@@ -24,19 +24,8 @@ static int g_sms = 132;
 template <Precision P, class Gm>
 void launch_tc(Args a, const Setup<P, Gm>& st, const void* band, const void* kd, int ctas,
                cudaStream_t s) {
-  using In = typename CfgOf<P, Gm>::In;
   if (ctas == 0) return launch<P, Gm>(a, st, band, kd, s);
-  a.band = band;
-  a.lp = st.lp;
-  a.kd = kd;
-  a.S = st.S;
-  a.R = st.R;
-  a.ld = st.ld;
-  a.nblk = st.nblk;
-  a.ncb = (a.ow + Gm::TW - 1) / Gm::TW;
-  a.vec_ok = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 &&
-             (a.in_ld * static_cast<long long>(sizeof(In))) % 16 == 0;
-  a.pair_ok = true;
+  fill_args(a, st, band, kd);
   const int nrb = (a.oh + Gm::TH - 1) / Gm::TH;
   int per = std::max(1, ctas / a.ncb);  // CTAs per strip
   a.nph = (nrb + per - 1) / per;

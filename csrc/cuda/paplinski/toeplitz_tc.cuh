@@ -399,6 +399,30 @@ __device__ __forceinline__ void store_pair(double* o, double a, double b) {
   *reinterpret_cast<double2*>(o) = make_double2(a, b);
 }
 
+// Geom SO / RO: NR rows of a warp's buffer (row stride SoBuf::LD) to output rows i0.., a store
+// instruction per row, lane l writing its V contiguous outputs from column jl.
+template <int NR, int G, class Out>
+__device__ __forceinline__ void store_rows(const Args& a, Out* out, const Out* wb, int i0, int jl,
+                                           int lane) {
+  using B = SoBuf<Out, G>;
+#pragma unroll
+  for (int r = 0; r < NR; ++r) {
+    const int i = i0 + r;
+    if (i >= a.oh) break;
+    const Out* b = wb + r * B::LD + B::V * lane;
+    Out* o = out + static_cast<long long>(i) * a.out_ld + jl;
+    if constexpr (B::V == 2) {
+      if (a.pair_ok && jl + 1 < a.ow) {
+        store_pair(o, b[0], b[1]);
+        continue;
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < B::V; ++e)
+      if (jl + e < a.ow) o[e] = b[e];
+  }
+}
+
 // Whether a geometry's outputs leave through the per-warp buffers (Geom SO, where it applies).
 template <Precision P, class Gm>
 constexpr bool kStagedOut =
@@ -683,22 +707,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
           store_pair(wb + (g + 8 * h) * B::LD + 8 * p + 2 * q, store_out<Out>(acc[p][2 * h]),
                      store_out<Out>(acc[p][2 * h + 1]));
       __syncwarp();
-#pragma unroll
-      for (int r = 0; r < 16; ++r) {
-        const int i = r0 + rt + wrow + r;
-        if (i >= a.oh) break;
-        const Out* b = wb + r * B::LD + B::V * lane;
-        Out* o = out + static_cast<long long>(i) * a.out_ld + jl;
-        if constexpr (B::V == 2) {
-          if (a.pair_ok && jl + 1 < a.ow) {
-            store_pair(o, b[0], b[1]);
-            continue;
-          }
-        }
-#pragma unroll
-        for (int e = 0; e < B::V; ++e)
-          if (jl + e < a.ow) o[e] = b[e];
-      }
+      store_rows<16, G>(a, out, wb, r0 + rt + wrow, jl, lane);
       continue;
     }
   }
@@ -715,22 +724,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
         store_pair(wb + g * B::LD + 8 * p + 2 * q, store_out<Out>(acc[p][2 * h]),
                    store_out<Out>(acc[p][2 * h + 1]));
       __syncwarp();
-#pragma unroll
-      for (int r = 0; r < 8; ++r) {
-        const int i = r0 + rt + wrow + 8 * h + r;
-        if (i >= a.oh) break;
-        const Out* b = wb + r * B::LD + B::V * lane;
-        Out* o = out + static_cast<long long>(i) * a.out_ld + jl;
-        if constexpr (B::V == 2) {
-          if (a.pair_ok && jl + 1 < a.ow) {
-            store_pair(o, b[0], b[1]);
-            continue;
-          }
-        }
-#pragma unroll
-        for (int e = 0; e < B::V; ++e)
-          if (jl + e < a.ow) o[e] = b[e];
-      }
+      store_rows<8, G>(a, out, wb, r0 + rt + wrow + 8 * h, jl, lane);
     }
   } else {
 #pragma unroll
@@ -907,10 +901,9 @@ void launch_db(Args a, bool carry, std::size_t smem, cudaStream_t stream) {
   TC_CUDA_LAUNCH_CHECK();
 }
 
-// Fills the launch-time fields of `a` (image and output set by the caller) and launches.
+// The launch-time fields of `a` from the plan's setup (image and output set by the caller).
 template <Precision P, class Gm>
-void launch(Args a, const Setup<P, Gm>& st, const void* band, const void* kd,
-            cudaStream_t stream) {
+void fill_args(Args& a, const Setup<P, Gm>& st, const void* band, const void* kd) {
   using In = typename CfgOf<P, Gm>::In;
   using Out = typename Prec<P>::Store;
   a.band = band;
@@ -925,6 +918,13 @@ void launch(Args a, const Setup<P, Gm>& st, const void* band, const void* kd,
   a.vec_ok = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 &&
              (a.in_ld * static_cast<long long>(sizeof(In))) % 16 == 0;
   a.pair_ok = reinterpret_cast<std::uintptr_t>(a.out) % (2 * sizeof(Out)) == 0 && a.out_ld % 2 == 0;
+}
+
+// Fills the launch-time fields of `a` (image and output set by the caller) and launches.
+template <Precision P, class Gm>
+void launch(Args a, const Setup<P, Gm>& st, const void* band, const void* kd,
+            cudaStream_t stream) {
+  fill_args(a, st, band, kd);
   switch (st.db) {
     case 1: return launch_db<P, Gm, 1>(a, st.carry, st.smem, stream);
     case 2: return launch_db<P, Gm, 2>(a, st.carry, st.smem, stream);
