@@ -3,7 +3,7 @@
 // device) and checks every output of a few odd shapes, and NaN/inf locality, against a float64
 // direct correlation on the host — without building the package (the device build takes ~100 s).
 // Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks -o tunebin/toeplitz_tune benchmarks/toeplitz_tune.cu
-// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --round7 | --round8 | --round9 | --round10 | --round11 | --round12 | --round13 | --round14 | --round15 | --round16 | --one PREC K]
+// Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --round7 | --round8 | --round9 | --round10 | --round11 | --round12 | --round13 | --round14 | --round15 | --round16 | --round17 | --one PREC K]
 // (default: every precision's checks, then the default geometries' times; --round4: the
 // variants of round 4, results/toeplitz_tune_round4_h100.txt; tunebin/ is not committed)
 #include <algorithm>
@@ -429,6 +429,20 @@ static void round16(std::mt19937_64& rng, std::vector<double>& img, int n) {
   time_geo<Precision::tf32, MR>(img, n, rng, "mid RO", {15});
 }
 
+// Round 17: GeoMid with the band table in shared memory (Geom BS).
+static void round17(std::mt19937_64& rng, std::vector<double>& img, int n) {
+  std::uniform_real_distribution<double> U(0, 1);
+  using MB = Geom<8, 4, 2, 3, false, 2, true, 0, 0, false, false, true, true>;
+  check_shapes<Precision::tf32, MB>(rng, "mid BS");
+  std::fflush(stdout);
+  for (auto& x : img) x = U(rng);
+  const std::vector<int> ks = {9, 13, 15, 19, 25};
+  for (int rep = 0; rep < 2; ++rep) {
+    time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid", ks);
+    time_geo<Precision::tf32, MB>(img, n, rng, "mid BS", ks);
+  }
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   std::mt19937_64 rng(1995);
@@ -437,6 +451,10 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<double> U(0, 1);
   if (mode == "--round4") {
     round4(rng, img, n);
+    return 0;
+  }
+  if (mode == "--round17") {
+    round17(rng, img, n);
     return 0;
   }
   if (mode == "--round16") {

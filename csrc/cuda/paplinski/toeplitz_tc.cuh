@@ -66,15 +66,17 @@ enum class AccKind { f32, f32x3, f64 };
 // one row's 8 G contiguous outputs: output rows of 4096 - k + 1 floats start inside a 32-byte
 // sector unless k = 1 mod 8, and the fragment layout's 32-byte row pieces then cost two sectors
 // each.
+// BS: the band table copied to shared memory once per CTA (after the ring, when it fits
+// kBandSmem), its fragments then read by shared loads instead of L1-cached global ones.
 // RO: the same row-wise stores through buffers in the image ring itself, 16 rows at once, when a
 // CTA computes one row block and carries no rows (the ring is free after the last step's
 // barrier): no extra shared memory, for geometries whose CTAs are too many per SM for SO's.
 template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1,
           bool LDM_ = false, int X3_ = 0, int PF_ = -1, bool RE_ = false, bool SO_ = false,
-          bool RO_ = false>
+          bool RO_ = false, bool BS_ = false>
 struct Geom {
   static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_, X3 = X3_, PF = PF_;
-  static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_, SO = SO_, RO = RO_;
+  static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_, SO = SO_, RO = RO_, BS = BS_;
   static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
@@ -109,13 +111,15 @@ template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
 //    between 15 and 19). With SO it was slower (0.106 vs 0.103 at k = 15, round 13) although
 //    its misaligned output rows cost ~11 %: the same kernel writing rows padded to 8 floats
 //    took 0.092 ms (round 12). RO (the ring as the buffers) where rows are 8 bytes off 16:
-//    0.101 at k = 15 (launch_db).
+//    0.101 at k = 15 (launch_db). BS (the band table in shared memory, round 17): 0.065 /
+//    0.097 / 0.101 / 0.119 / 0.145 at k = 9 / 13 / 15 / 19 / 25 against 0.070 / 0.100 / 0.101 /
+//    0.130 / 0.154.
 // Before SO a G = 4 geometry at three CTAs per SM took kernels up to area 64 (0.070 at k = 3).
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
   static constexpr int KK = 8, kRings = 1;
   using Geo = Geom<8, 4, 2, 2, false, 2, true, 0, 0, false, true>;
-  using GeoMid = Geom<8, 4, 2, 3, false, 2, true, 0, 0, false, false, true>;
+  using GeoMid = Geom<8, 4, 2, 3, false, 2, true, 0, 0, false, false, true, true>;
   static constexpr long long kSmallArea = 49, kMidArea = 255;
   static constexpr AccKind acc = AccKind::f32;
 };
@@ -188,6 +192,7 @@ struct Args {
   bool pair_ok;    // two neighbouring outputs per store
   int so_off;      // Geom SO: byte offset of the warps' output buffers in shared memory
   bool ring_out;   // Geom RO: one row block per CTA, no carried rows, the ring holds the buffers
+  int band_off;    // Geom BS: byte offset of the band table in shared memory (-1: global)
 };
 
 // Geom SO's per-warp output buffer: 8 rows of 8 G outputs, rows padded so that the fragment
@@ -449,6 +454,13 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   constexpr bool RE = Gm::RE && LDM && C::acc == AccKind::f32;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   S* sm = reinterpret_cast<S*>(smem_raw);
+  if constexpr (Gm::BS) {
+    if (a.band_off >= 0) {  // read after the first staging's barrier
+      Coef* sb = reinterpret_cast<Coef*>(smem_raw + a.band_off);
+      const Coef* gb = static_cast<const Coef*>(a.band);
+      for (int i = threadIdx.x; i < a.kh * a.lp; i += kWarps * 32) sb[i] = gb[i];
+    }
+  }
   // Rows are counted from the CTA's first output row r0 (ring slot: row % R); row block t of
   // the strip starts at rt = t TH.
   const int cb = blockIdx.x % a.ncb, rbg = blockIdx.x / a.ncb;
@@ -506,6 +518,18 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
             static_cast<const Coef*>(a.band) + 8 + KK * DB * blk + (PERM ? 2 : KS) * q - g;
         Coef bx[DB], by[DB];
         auto load_b = [&](int u, Coef (&x)[DB], Coef (&y)[DB]) {
+          if constexpr (Gm::BS) {
+            if (a.band_off >= 0) {
+              const Coef* br = reinterpret_cast<const Coef*>(smem_raw + a.band_off) + 8 +
+                               KK * DB * blk + (PERM ? 2 : KS) * q - g + u * a.lp;
+#pragma unroll
+              for (int d = 0; d < DB; ++d) {
+                x[d] = br[KK * d];
+                y[d] = br[KK * d + (PERM ? 1 : KK / 2)];
+              }
+              return;
+            }
+          }
           const Coef* br = band + static_cast<long long>(u) * a.lp;
 #pragma unroll
           for (int d = 0; d < DB; ++d) {
@@ -749,6 +773,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
 // ---- host side, shared by the plan and benchmarks/toeplitz_tune.cu ---------------------------
 constexpr std::size_t kSmemBudget = 96 * 1024;  // per CTA: two CTAs per SM
 constexpr std::size_t kSmemBudget3 = 72 * 1024;  // three (Geom MINB = 3)
+constexpr std::size_t kBandSmem = 8 * 1024;      // Geom BS: larger band tables stay in global
 
 template <class T> std::uint16_t bits16(T h) {
   std::uint16_t b;
@@ -775,6 +800,7 @@ template <Precision P, class Gm> struct Setup {
   bool carry = false;  // the ring also holds the next row block's new rows (CTAs walk rows)
   std::size_t smem = 0;
   int so_off = 0;  // Geom SO: the warps' output buffers after the ring
+  int band_off = -1;  // Geom BS: the band table after the ring (-1: read from global memory)
 };
 
 template <Precision P, class Gm>
@@ -790,6 +816,10 @@ Setup<P, Gm> prepare(const double* kernel, int kh, int kw, std::size_t budget = 
   st.db = nd <= 4 ? nd : nd <= 6 ? 6 : 8;
   st.nblk = (nd + st.db - 1) / st.db;
   st.lp = C::KK * st.db * st.nblk + 8;
+  const std::size_t band_bytes =
+      Gm::BS ? sizeof(typename C::Coef) * static_cast<std::size_t>(kh) * st.lp : 0;
+  const bool band_smem = band_bytes > 0 && band_bytes <= kBandSmem;
+  if (band_smem) budget -= band_bytes + 16;
   // Entry i of row u is tap i - 8 (16-bit operands: the pair (i - 8, i - 7)).
   st.band.resize(static_cast<std::size_t>(kh) * st.lp);
   st.kd.resize(static_cast<std::size_t>(kh) * kw);
@@ -848,6 +878,10 @@ Setup<P, Gm> prepare(const double* kernel, int kh, int kw, std::size_t budget = 
   if (so_bytes) {
     st.so_off = static_cast<int>((st.smem + 15) / 16 * 16);
     st.smem = st.so_off + so_bytes;
+  }
+  if (band_smem) {
+    st.band_off = static_cast<int>((st.smem + 15) / 16 * 16);
+    st.smem = st.band_off + band_bytes;
   }
   return st;
 }
@@ -914,6 +948,7 @@ void fill_args(Args& a, const Setup<P, Gm>& st, const void* band, const void* kd
   a.ld = st.ld;
   a.nblk = st.nblk;
   a.so_off = st.so_off;
+  a.band_off = st.band_off;
   a.ncb = (a.ow + Gm::TW - 1) / Gm::TW;
   a.vec_ok = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 &&
              (a.in_ld * static_cast<long long>(sizeof(In))) % 16 == 0;
