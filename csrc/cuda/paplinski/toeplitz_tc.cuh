@@ -927,7 +927,8 @@ void launch_db(Args a, bool carry, std::size_t smem, cudaStream_t stream) {
     using B = SoBuf<Out, Gm::G>;
     const bool rows16 = reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0 &&
                         (a.out_ld * static_cast<long long>(sizeof(Out))) % 16 == 0;
-    a.ring_out = a.nph == 1 && smem >= 2 * B::bytes && !rows16;  // 16 rows per warp: SoBuf x 2
+    const std::size_t ring = a.band_off >= 0 ? static_cast<std::size_t>(a.band_off) : smem;
+    a.ring_out = a.nph == 1 && ring >= 2 * B::bytes && !rows16;  // 16 rows per warp: SoBuf x 2
   }
   const long long nctas = a.ncb * ((nrb + a.nph - 1) / a.nph);
   if (nctas > 0x7fffffffLL) throw ValueError("toeplitz_tc: image too large for one grid");
