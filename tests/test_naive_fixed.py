@@ -1,6 +1,7 @@
 """naive_shmem's fp32 variant for odd square kernels of 3..17 taps (csrc/cuda/naive_fixed.cu:
-the kernel's shape compiled in, taps as FFMA operands, each kernel column summed apart), against
-scipy in float64: every size it takes, odd image shapes around its 128 x 32 output tiles,
+the kernel's shape compiled in, taps as FFMA operands, runs of 2-3 kernel rows summed apart),
+against scipy in float64: every size it takes, odd image shapes around its output strips
+(256 columns up to k = 13, 128 from k = 15) and the row ranges its CTAs share,
 strided views, stacks and complex data, NaN/inf that must reach only their own windows, its
 accuracy against the generic kernel's on a USC-SIPI image, and the refusals of plan option
 naive_shmem.fixed."""
@@ -26,7 +27,8 @@ pytestmark = pytest.mark.gpu
 def test_every_size_vs_scipy_and_default(k):
     require_available(METHOD)
     rng = np.random.default_rng(k)
-    for ishape in ((300, 257), (k, k), (k + 40, 129 + k), (33 + k, k + 1)):
+    for ishape in ((300, 257), (k, k), (k + 40, 129 + k), (33 + k, k + 1), (k + 6, 530 + k),
+                   (1100 + k, k + 255)):
         check_vs_scipy(METHOD, "fp32", rng, ishape, (k, k), FIXED)
     image, kernel = rng.random((200, 300)), rng.random((k, k))
     a = tc.correlate2d(image, kernel, "valid", method=METHOD, precision="fp32")
@@ -69,7 +71,8 @@ def test_nonfinite_stay_local(k):
     image = rng.random((200, 300))
     for (y, x), v in [((0, 0), np.nan), ((199, 299), np.inf), ((0, 150), -np.inf),
                       ((100, 0), np.nan), ((77, 123), np.inf), ((31, 127), np.nan),
-                      ((32, 128), np.nan)]:  # the last two straddle output tile edges
+                      ((32, 128), np.nan), ((15, 255), np.inf),
+                      ((16, 256), np.nan)]:  # the last four straddle strip and step edges
         image[y, x] = v
     kernel = rng.random((k, k)) + 0.1
     expected = scipy.signal.correlate2d(image, kernel, "valid")
@@ -82,8 +85,8 @@ def test_nonfinite_stay_local(k):
 
 
 def test_more_accurate_than_the_generic_kernel(usc_images):
-    """Each kernel column summed apart: on a USC-SIPI image at k = 15 the median relative error
-    is below the generic kernel's one running sum of 225 products."""
+    """Runs of 3 kernel rows summed apart: on a USC-SIPI image at k = 15 the median relative
+    error is below the generic kernel's one running sum of 225 products."""
     require_available(METHOD)
     name, img = usc_images[0]
     kernel = np.random.default_rng(15).random((15, 15))

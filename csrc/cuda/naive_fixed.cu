@@ -1,8 +1,7 @@
 // naive_shmem's fp32 variant for odd square kernels of 3..17 taps a side (naive_fixed.cuh: the
-// shape compiled in, taps as uniform FFMA operands). make_naive_shmem_plan takes it where it
-// applies (plan option naive_shmem.fixed). H100, 4096^2, kernel time (benchmarks/
-// naive_fixed_harness.cu): 0.070 / 0.109 / 0.141 / 0.217 ms at k = 3 / 7 / 11 / 15, where the
-// generic kernel took 0.10 / - / - / 0.385 and toeplitz_tc's fp32 (DMMA) 0.079 / - / - / 0.255.
+// shape compiled in, taps as uniform FFMA operands, outputs along rows). make_naive_shmem_plan
+// takes it where it applies (plan option naive_shmem.fixed). H100, 4096^2, kernel time: see
+// naive_fixed.cuh; the generic kernel takes 0.10 / 0.385 ms at k = 3 / 15.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -16,33 +15,55 @@ namespace {
 
 template <int K>
 class FixedPlan final : public BatchedCudaPlan {
+  using G = nfix::Geo<K>;
+
  public:
   explicit FixedPlan(const PlanRequest& r) : BatchedCudaPlan(r) {
     for (int i = 0; i < K * K; ++i) taps_.k[i] = static_cast<float>(r.kernel[i]);
+    int dev = 0, sms = 0, per_sm = 0;
+    TC_CUDA_CHECK(cudaGetDevice(&dev));
+    TC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    for (auto kern : {nfix::fixed_kernel<K, true>, nfix::fixed_kernel<K, false>})
+      TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(G::smem_bytes)));
+    TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, nfix::fixed_kernel<K, true>, G::NT, G::smem_bytes));
+    ctas_ = std::max(1, per_sm) * sms;
   }
   std::size_t workspace_bytes() const override { return 0; }  // taps travel with the launch
 
  protected:
-  // One launch per 65535 images (gridDim.z); row tiles past gridDim.y are walked by the blocks.
+  // One launch for the whole stack: persistent CTAs share the rows of every image's strips.
   void run_device_batch(const Tensor2D& in, std::int64_t in_bstride, const Tensor2D& out,
                         std::int64_t out_bstride, std::int64_t batch,
                         cudaStream_t stream) override {
-    constexpr int TH = nfix::kTY * nfix::kR;
-    const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
-    const dim3 block(nfix::kTX, nfix::kTY);
-    for (std::int64_t b0 = 0; b0 < batch; b0 += 65535) {
-      const dim3 grid(ceil_div(ow, nfix::kTX), std::min(ceil_div(oh, TH), 65535),
-                      static_cast<unsigned>(std::min<std::int64_t>(batch - b0, 65535)));
-      nfix::fixed_kernel<K><<<grid, block, 0, stream>>>(
-          in.ptr<float>() + b0 * in_bstride, in.row_stride, static_cast<int>(in.rows),
-          static_cast<int>(in.cols), out.ptr<float>() + b0 * out_bstride, out.row_stride, oh, ow,
-          in_bstride, out_bstride, taps_);
-      TC_CUDA_LAUNCH_CHECK();
-    }
+    nfix::Args a{};
+    a.in = in.ptr<float>();
+    a.in_ld = in.row_stride;
+    a.in_bstride = in_bstride;
+    a.ih = static_cast<int>(in.rows);
+    a.iw = static_cast<int>(in.cols);
+    a.out = out.ptr<float>();
+    a.out_ld = out.row_stride;
+    a.out_bstride = out_bstride;
+    a.oh = static_cast<int>(out.rows);
+    a.ow = static_cast<int>(out.cols);
+    a.strips = ceil_div(a.ow, G::TW);
+    a.work = static_cast<std::int64_t>(a.strips) * a.oh * batch;
+    const bool vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_ld % 4 == 0 &&
+                     (batch == 1 || in_bstride % 4 == 0);
+    const std::int64_t steps = (a.work + G::TH - 1) / G::TH;
+    const int grid = static_cast<int>(std::min<std::int64_t>(steps, ctas_));
+    if (vec)
+      nfix::fixed_kernel<K, true><<<grid, G::NT, G::smem_bytes, stream>>>(a, taps_);
+    else
+      nfix::fixed_kernel<K, false><<<grid, G::NT, G::smem_bytes, stream>>>(a, taps_);
+    TC_CUDA_LAUNCH_CHECK();
   }
 
  private:
   nfix::Taps<K> taps_;
+  int ctas_ = 1;  // CTAs the GPU holds at once
 };
 
 template <int K>
