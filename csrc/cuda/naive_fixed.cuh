@@ -14,7 +14,7 @@
 // TH at a time, so all CTAs finish together whatever the image height.
 //
 // H100, 4096^2, kernel time (benchmarks/naive_fixed_harness.cu, results/
-// naive_fixed_harness_h100.txt): 0.069 / 0.080 / 0.107 / 0.140 / 0.175 / 0.216 ms at
+// naive_fixed_harness_h100.txt, run 9): 0.070 / 0.082 / 0.109 / 0.143 / 0.177 / 0.220 ms at
 // k = 3 / 9 / 11 / 13 / 15 / 17, where the column kernel before it (R = 16 outputs down a
 // column, 4-byte loads) took 0.070 / 0.117 / 0.145 / 0.176 / 0.219 / 0.273.
 #pragma once
