@@ -14,16 +14,20 @@
 
 using namespace tc::cuda;
 
-template <int K>
+// G: the package's geometry (nfix::Geo<K>) or a variant of it
+template <int K, class G = nfix::Geo<K>>
 void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float* d_in,
-         float* d_out) {
-  using G = nfix::Geo<K>;
+          float* d_out) {
   std::uniform_real_distribution<double> U(0, 1);
   nfix::Taps<K> t;
+  constexpr int KP = nfix::Taps<K>::KP;
   std::vector<double> kd(K * K);
-  for (int i = 0; i < K * K; ++i) kd[i] = t.k[i] = static_cast<float>(U(rng));
+  for (int u = 0; u < K; ++u)
+    for (int v = 0; v < KP; ++v) t.k[u * KP + v] = v < K ? static_cast<float>(U(rng)) : 0.f;
+  for (int u = 0; u < K; ++u)
+    for (int v = 0; v < K; ++v) kd[u * K + v] = t.k[u * KP + v];
   const int o = n - K + 1;
-  auto kern = nfix::fixed_kernel<K, true>;
+  auto kern = nfix::fixed_kernel<K, true, G>;
   TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(G::smem_bytes)));
   int per_sm = 0, sms = 0;
@@ -53,9 +57,9 @@ void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float
     worst = std::max(worst, rel[s]);
   }
   std::nth_element(rel.begin(), rel.begin() + 1000, rel.end());
-  std::printf("k %2d %s TX %2d TY %2d (%d CTAs/SM, %zu B)  %8.4f ms  mean rel %.2e %%  median %.2e %%"
-              "  max %.1e %%\n", K, G::LOOP ? "loop    " : "unrolled", G::TX, G::TY, per_sm,
-              G::smem_bytes, ms, 100 * mean / 2000, 100 * rel[1000], 100 * worst);
+  std::printf("k %2d %s R %d TX %2d TY %2d RC %d (%d CTAs/SM, %zu B)  %8.4f ms  mean rel %.2e %%"
+              "  median %.2e %%  max %.1e %%\n", K, G::LOOP ? "loop    " : "unrolled", G::R, G::TX,
+              G::TY, G::RC, per_sm, G::smem_bytes, ms, 100 * mean / 2000, 100 * rel[1000], 100 * worst);
   std::fflush(stdout);
 }
 
@@ -77,5 +81,9 @@ int main() {
   run<13>(img, n, rng, i, o);
   run<15>(img, n, rng, i, o);
   run<17>(img, n, rng, i, o);
+  // variants at k = 15: one row a thread; unrolled kernel rows; runs of 5
+  run<15, nfix::Geo<15, 1>>(img, n, rng, i, o);
+  run<15, nfix::Geo<15, 2, false>>(img, n, rng, i, o);
+  run<15, nfix::Geo<15, 2, true, 8, 32, 5>>(img, n, rng, i, o);
   return 0;
 }

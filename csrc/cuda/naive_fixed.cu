@@ -19,7 +19,9 @@ class FixedPlan final : public BatchedCudaPlan {
 
  public:
   explicit FixedPlan(const PlanRequest& r) : BatchedCudaPlan(r) {
-    for (int i = 0; i < K * K; ++i) taps_.k[i] = static_cast<float>(r.kernel[i]);
+    for (int u = 0; u < K; ++u)
+      for (int v = 0; v < nfix::Taps<K>::KP; ++v)
+        taps_.k[u * nfix::Taps<K>::KP + v] = v < K ? static_cast<float>(r.kernel[u * K + v]) : 0.f;
     int dev = 0, sms = 0, per_sm = 0;
     TC_CUDA_CHECK(cudaGetDevice(&dev));
     TC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));

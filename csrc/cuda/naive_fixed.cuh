@@ -2,21 +2,21 @@
 // compiled in and the taps travel by value as a launch parameter, so each tap is a uniform FFMA
 // operand (ULDC + FFMA R, R, UR, R) and the inner loop is FFMAs and 16-byte shared loads only.
 //
-// A thread owns C = 16 consecutive outputs of one row. Per kernel row u it loads the C + K - 1
-// image values of its window (8 LDS.128) and does C K FFMAs. Each run of RC = 3 kernel rows is
-// summed apart, then the runs: short sums, as accurate as the old per-column sums (H100, 4096^2,
-// k = 15: mean relative error 4.7e-6 % against a single chain's 1.7e-5 %).
+// A thread owns two rows of C = 16 consecutive outputs. Per kernel row u and output row it
+// loads the C + K - 1 image values of its window (8 LDS.128) and does C K FFMAs. Each run of
+// RC = 3 kernel rows is summed apart, then the runs: short sums, as accurate as the older
+// per-column sums (H100, 4096^2, k = 15: mean relative error 4.7e-6 %, a single chain 1.7e-5 %).
 //
 // Shared rows are padded by 4 floats per 16 columns, so a quarter warp's 16-byte loads hit
-// distinct banks. Input tiles are double-buffered by cp.async. Outputs leave through a shared
-// buffer in row-wise stores. CTAs are persistent: the output's column strips (TW wide, of every
-// image of a stack) are laid end to end, oh rows each, and CTA b walks its share of those rows
-// TH at a time, so all CTAs finish together whatever the image height.
+// distinct banks. Input steps are double-buffered by cp.async. Outputs leave through the step's
+// consumed input buffer in row-wise 16-byte stores. CTAs are persistent: the output's column
+// strips (TW wide, of every image of a stack) are laid end to end, oh rows each, and CTA b walks
+// its share of those rows TH at a time, so all CTAs finish together whatever the image height.
 //
 // H100, 4096^2, kernel time (benchmarks/naive_fixed_harness.cu, results/
-// naive_fixed_harness_h100.txt, run 9): 0.070 / 0.082 / 0.109 / 0.143 / 0.177 / 0.220 ms at
-// k = 3 / 9 / 11 / 13 / 15 / 17, where the column kernel before it (R = 16 outputs down a
-// column, 4-byte loads) took 0.070 / 0.117 / 0.145 / 0.176 / 0.219 / 0.273.
+// naive_fixed_harness_h100.txt, runs 12-13): 0.064 / 0.063 / 0.072 / 0.079 / 0.107 / 0.134 /
+// 0.169 / 0.205 ms at k = 3 / 5 / .. / 17, where the first kernel (R = 16 outputs down a
+// column, 4-byte loads) took 0.070 / 0.087 / 0.098 / 0.117 / 0.145 / 0.176 / 0.219 / 0.273.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -37,10 +37,6 @@ std::unique_ptr<Plan> make_naive_fixed_plan(const PlanRequest& r);
 
 namespace nfix {
 
-template <int K> struct Taps {
-  float k[K * K];
-};
-
 // Calls f(std::integral_constant<int, I>) for I = 0..N-1: unrolled however long the body is
 // (#pragma unroll gave up on the 15 x 240-FFMA bodies and indexed the taps at run time).
 template <class F, int... I>
@@ -51,28 +47,6 @@ template <int N, class F>
 __device__ __forceinline__ void static_for(F&& f) {
   static_for(f, std::make_integer_sequence<int, N>{});
 }
-
-// Geometry. Up to k = 13 the kernel rows are unrolled (taps at compile-time offsets), 16 x 16
-// threads; from k = 15 a loop walks them RC at a time (~5x less code: the unrolled k = 15 body
-// is 72 KB and stalled on instruction fetch, 0.192 against 0.175 ms), 8 x 32 threads.
-template <int K>
-struct Geo {
-  static constexpr bool LOOP = K >= 15;
-  // RC: a looped run's taps are read into uniform registers (63 a warp): 3 runs of 17 spilled
-  // to per-thread LDCs, so k = 17 takes runs of 2
-  static constexpr int C = 16, RC = K >= 17 ? 2 : 3, TX = LOOP ? 8 : 16, TY = LOOP ? 32 : 16;
-  static constexpr int MINB = 2;
-  static constexpr int NT = TX * TY, TW = TX * C, TH = TY, SH = TH + K - 1;
-  static constexpr int NCH = (TW + K - 1 + 3) / 4;                // 16-byte chunks per tile row
-  __host__ __device__ static constexpr int phys(int col) { return col + 4 * (col / C); }
-  static constexpr int PW = phys(4 * (NCH - 1)) + 4;              // floats per staged row
-  static constexpr int OPW = phys(TW - 1) + 1;                    // floats per output row
-  static constexpr int NV = (C + K - 1 + 3) / 4;                  // chunks per thread window
-  static constexpr int in_floats = SH * PW, out_floats = TH * OPW;
-  static constexpr std::size_t smem_bytes = 4u * (2 * in_floats + out_floats);
-  static constexpr int RPP = NT / NCH;  // staging: rows per pass of the thread -> chunk map
-  static_assert(RPP >= 1 && NT % TW == 0, "staging and copy-out maps");
-};
 
 struct Args {
   const float* in;
@@ -85,22 +59,53 @@ struct Args {
   std::int64_t work;   // strips * oh * images: the rows all CTAs share
 };
 
+// The taps, each kernel row padded to an even length so a pair of them is one 8-byte uniform load
+// (ULDC.64) at a run's loop index.
+template <int K> struct alignas(16) Taps {
+  static constexpr int KP = K + K % 2;
+  float k[K * KP];
+};
+
+// Geometry. A thread owns R = 2 rows of C = 16 outputs, so each kernel row's taps are read once
+// for both. Up to k = 7 the kernel rows are unrolled (taps at compile-time offsets), 16 x 8
+// threads; from k = 9 a loop walks them RC at a time, 8 x 32 threads (the unrolled bodies grew
+// to 70-140 KB and stalled on instruction fetch: k = 15 0.212 against 0.169 ms). RC: a looped
+// run's taps sit in uniform registers (63 a warp), so k = 17 takes runs of 2.
+template <int K, int R_ = 2, bool LOOP_ = (K >= 9), int TX_ = (LOOP_ ? 8 : 16),
+          int TY_ = (LOOP_ ? 32 : 8), int RC_ = (K >= 17 ? 2 : 3)>
+struct Geo {
+  static constexpr bool LOOP = LOOP_;
+  static constexpr int C = 16, RC = RC_, R = R_, TX = TX_, TY = TY_, MINB = 2;
+  static constexpr int NT = TX * TY, TW = TX * C, TH = TY * R, SH = TH + K - 1;
+  static constexpr int NCH = (TW + K - 1 + 3) / 4;                // 16-byte chunks per tile row
+  __host__ __device__ static constexpr int phys(int col) { return col + 4 * (col / C); }
+  static constexpr int PW = phys(4 * (NCH - 1)) + 4;              // floats per staged row
+  static constexpr int OPW = phys(TW - 1) + 1;                    // floats per output row
+  static constexpr int NV = (C + K - 1 + 3) / 4;                  // chunks per thread window
+  static constexpr int in_floats = SH * PW;
+  static_assert(TH * OPW <= in_floats, "outputs fit the consumed input buffer");
+  static constexpr std::size_t smem_bytes = 4u * 2 * in_floats;
+  static constexpr int RPP = NT / NCH;                // staging: rows per pass of the chunk map
+  static constexpr int CPR = TW / 4, RPS = NT / CPR;  // copy-out: 4 columns a thread
+  static_assert(RPP >= 1 && NT % CPR == 0, "staging and copy-out maps");
+};
+
 // VEC: image rows 16-byte aligned, staged by cp.async; else through registers. A template
 // argument, not a flag: with both paths in one kernel ptxas read the looped taps by per-thread
-// LDC instead of ULDC (k = 15: 0.187 against 0.175 ms).
+// LDCs instead of ULDCs (k = 15: 0.187 against 0.175 ms). Check the SASS after changes here:
+// cuobjdump -sass, no LDC c[0x0][R..] in the kernel-row loop.
 template <int K, bool VEC, class G = Geo<K>>
 __global__ void __launch_bounds__(G::NT, G::MINB)
     fixed_kernel(const Args a, const __grid_constant__ Taps<K> t) {
+  constexpr int KP = Taps<K>::KP;
   extern __shared__ float4 smem4[];
   float* const sm = reinterpret_cast<float*>(smem4);
   const int tx = threadIdx.x % G::TX, ty = threadIdx.x / G::TX, tid = threadIdx.x;
-  const int ch = tid % G::NCH, r0 = tid / G::NCH;  // staging: chunk column ch of rows r0 + RPP j
+  const int ch = tid % G::NCH, r0 = tid / G::NCH;
   const bool stager = r0 < G::RPP;
 
   std::int64_t pos = a.work * blockIdx.x / gridDim.x;
   const std::int64_t end = a.work * (blockIdx.x + 1) / gridDim.x;
-  // the step at p: its image, first column and row, and rows (TH, fewer at a strip's or the
-  // CTA's range's end)
   auto step_at = [&](std::int64_t p, int& img, int& x0, int& y0) {
     const std::int64_t st = p / a.oh;
     const int strip = static_cast<int>(st % a.strips);
@@ -147,18 +152,16 @@ __global__ void __launch_bounds__(G::NT, G::MINB)
     stage(img, x0, y0, sm);
   }
   while (pos < end) {
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    __syncthreads();  // this step is staged; the last step's outputs have left the other buffer
     int nimg, nx0, ny0, nrows = 0;
     if (pos + rows < end) {
       nrows = step_at(pos + rows, nimg, nx0, ny0);
       stage(nimg, nx0, ny0, sm + (cur ^ 1) * G::in_floats);
-      asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-    } else {
-      asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     }
-    __syncthreads();  // this step is staged; the last step's outputs have left osm
-
-    const float* sb = sm + cur * G::in_floats + ty * G::PW + tx * (G::C + 4);
-    float acc[G::C], part[G::C];
+    float* const buf = sm + cur * G::in_floats;
+    const float* sb = buf + ty * G::R * G::PW + tx * (G::C + 4);
+    float acc[G::R][G::C], part[G::R][G::C];
     auto load_row = [&](const float* p, float* row) {
 #pragma unroll
       for (int j = 0; j < G::NV; ++j) {
@@ -169,75 +172,95 @@ __global__ void __launch_bounds__(G::NT, G::MINB)
         row[4 * j + 3] = v.w;
       }
     };
-    // one run of kernel rows u = u0 + d, d < RC: part holds its sums
-    auto kernel_row = [&](const float* row, const float* w, bool first) {
+    auto kernel_row = [&](const float* row, const float* w, bool first, float* pr) {
 #pragma unroll
       for (int c = 0; c < G::C; ++c) {
-        float s = first ? row[c] * w[0] : fmaf(row[c], w[0], part[c]);
+        float s = first ? row[c] * w[0] : fmaf(row[c], w[0], pr[c]);
 #pragma unroll
         for (int v = 1; v < K; ++v) s = fmaf(row[c + v], w[v], s);
-        part[c] = s;
+        pr[c] = s;
       }
     };
-    if (ty < rows) {  // warps past the step's rows leave the issue slots to the others
+    // kernel row u for every output row of the thread (its taps read once)
+    auto one_row = [&](int u, bool first) {
 #pragma unroll
-      for (int c = 0; c < G::C; ++c) acc[c] = 0.f;
+      for (int r = 0; r < G::R; ++r) {
+        float row[4 * G::NV];
+        load_row(sb + (r + u) * G::PW, row);
+        kernel_row(row, t.k + u * KP, first, part[r]);
+      }
+    };
+    auto add_run = [&] {
+#pragma unroll
+      for (int r = 0; r < G::R; ++r)
+#pragma unroll
+        for (int c = 0; c < G::C; ++c) acc[r][c] += part[r][c];
+    };
+    const bool active = ty * G::R < rows;
+    if (active) {
+#pragma unroll
+      for (int r = 0; r < G::R; ++r)
+#pragma unroll
+        for (int c = 0; c < G::C; ++c) acc[r][c] = 0.f;
       if constexpr (G::LOOP) {
-        constexpr int NR = K / G::RC * G::RC;  // rows in whole runs, walked by the loop
+        constexpr int NR = K / G::RC * G::RC;
 #pragma unroll 1
         for (int u0 = 0; u0 < NR; u0 += G::RC) {
           static_for<G::RC>([&](auto du) {
             constexpr int d = decltype(du)::value;
-            float row[4 * G::NV];
-            load_row(sb + (u0 + d) * G::PW, row);
-            kernel_row(row, t.k + (u0 + d) * K, d == 0);
+            one_row(u0 + d, d == 0);
           });
-#pragma unroll
-          for (int c = 0; c < G::C; ++c) acc[c] += part[c];
+          add_run();
         }
-        if constexpr (NR < K) {  // the last, shorter run
+        if constexpr (NR < K) {
           static_for<K - NR>([&](auto du) {
             constexpr int u = NR + decltype(du)::value;
-            float row[4 * G::NV];
-            load_row(sb + u * G::PW, row);
-            kernel_row(row, t.k + u * K, u == NR);
+            one_row(u, u == NR);
           });
-#pragma unroll
-          for (int c = 0; c < G::C; ++c) acc[c] += part[c];
+          add_run();
         }
       } else {
         static_for<K>([&](auto uu) {
           constexpr int u = decltype(uu)::value;
-          float row[4 * G::NV];
-          load_row(sb + u * G::PW, row);
-          kernel_row(row, t.k + u * K, u % G::RC == 0);
-          if constexpr (u % G::RC == G::RC - 1 || u == K - 1) {
-#pragma unroll
-            for (int c = 0; c < G::C; ++c) acc[c] += part[c];
-          }
-          asm volatile("" ::: "memory");  // keeps the next row's loads below these FFMAs
+          one_row(u, u % G::RC == 0);
+          if constexpr (u % G::RC == G::RC - 1 || u == K - 1) add_run();
+          asm volatile("" ::: "memory");
         });
       }
     }
-    // outputs leave through shared memory in row-wise stores (a thread's 16-byte stores of its
-    // own run were 1.6x slower at k = 3: a warp's stores then cover 2 KB in half sectors)
-    float* const osm = sm + 2 * G::in_floats;
-    if (ty < rows) {
+    __syncthreads();  // this step's input is consumed: its buffer takes the outputs
+    if (active) {
 #pragma unroll
-      for (int c = 0; c < G::C; c += 4)
-        *reinterpret_cast<float4*>(osm + ty * G::OPW + tx * (G::C + 4) + c) =
-            make_float4(acc[c], acc[c + 1], acc[c + 2], acc[c + 3]);
+      for (int r = 0; r < G::R; ++r)
+#pragma unroll
+        for (int c = 0; c < G::C; c += 4)
+          *reinterpret_cast<float4*>(buf + (ty * G::R + r) * G::OPW + tx * (G::C + 4) + c) =
+              make_float4(acc[r][c], acc[r][c + 1], acc[r][c + 2], acc[r][c + 3]);
     }
-    __syncthreads();  // outputs in osm; this step's input is consumed (the next stage may land)
-    constexpr int RPS = G::NT / G::TW;  // copy-out: thread tid takes column tid % TW
-    const int col = tid % G::TW, rr0 = tid / G::TW;
-    if (x0 + col < a.ow) {
-      float* g = a.out + img * a.out_bstride + static_cast<std::int64_t>(y0 + rr0) * a.out_ld +
-                 x0 + col;
-      const float* o = osm + rr0 * G::OPW + G::phys(col);
-#pragma unroll
-      for (int r = rr0; r < G::TH; r += RPS, g += RPS * a.out_ld, o += RPS * G::OPW)
-        if (r < rows) *g = *o;
+    __syncthreads();  // outputs in the buffer
+    {
+      const int c4 = 4 * (tid % G::CPR), rr0 = tid / G::CPR, gx = x0 + c4;
+      if (gx < a.ow) {
+        float* g = a.out + img * a.out_bstride + static_cast<std::int64_t>(y0 + rr0) * a.out_ld + gx;
+        const float* o = buf + rr0 * G::OPW + G::phys(c4);
+        const bool whole = gx + 4 <= a.ow;
+#pragma unroll 2
+        for (int r = rr0; r < rows; r += G::RPS, g += G::RPS * a.out_ld, o += G::RPS * G::OPW) {
+          const float4 v = *reinterpret_cast<const float4*>(o);
+          const unsigned al = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(g)) & 15u;
+          if (whole && al == 0) {
+            *reinterpret_cast<float4*>(g) = v;
+          } else if (whole && al == 8) {
+            *reinterpret_cast<float2*>(g) = make_float2(v.x, v.y);
+            *reinterpret_cast<float2*>(g + 2) = make_float2(v.z, v.w);
+          } else {
+            g[0] = v.x;
+            if (gx + 1 < a.ow) g[1] = v.y;
+            if (gx + 2 < a.ow) g[2] = v.z;
+            if (gx + 3 < a.ow) g[3] = v.w;
+          }
+        }
+      }
     }
     pos += rows;
     rows = nrows;
