@@ -1,7 +1,7 @@
 """naive_shmem's fp32 variant for odd square kernels of 3..17 taps (csrc/cuda/naive_fixed.cu:
 the kernel's shape compiled in, taps as FFMA operands, runs of 2-3 kernel rows summed apart),
 against scipy in float64: every size it takes, odd image shapes around its output strips
-(256 columns up to k = 13, 128 from k = 15) and the row ranges its CTAs share,
+(256 columns up to k = 7, 128 from k = 9) and the row ranges its CTAs share,
 strided views, stacks and complex data, NaN/inf that must reach only their own windows, its
 accuracy against the generic kernel's on a USC-SIPI image, and the refusals of plan option
 naive_shmem.fixed."""
