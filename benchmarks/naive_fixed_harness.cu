@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -17,7 +18,7 @@ using namespace tc::cuda;
 // G: the package's geometry (nfix::Geo<K>) or a variant of it
 template <int K, class G = nfix::Geo<K>>
 void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float* d_in,
-          float* d_out) {
+         float* d_out, bool per_strip = false) {
   std::uniform_real_distribution<double> U(0, 1);
   nfix::Taps<K> t;
   constexpr int KP = nfix::Taps<K>::KP;
@@ -33,9 +34,13 @@ void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float
   int per_sm = 0, sms = 0;
   TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, G::NT, G::smem_bytes));
   TC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  nfix::Args a{d_in, n, 0, n, n, d_out, o, 0, o, o, (o + G::TW - 1) / G::TW, 0};
+  nfix::Args a{d_in, n, 0, n, n, d_out, o, 0, o, o, (o + G::TW - 1) / G::TW, 0, 0};
   a.work = static_cast<std::int64_t>(a.strips) * o;
-  const int grid = static_cast<int>(std::min<std::int64_t>((a.work + G::TH - 1) / G::TH, per_sm * sms));
+  int grid = static_cast<int>(std::min<std::int64_t>((a.work + G::TH - 1) / G::TH, per_sm * sms));
+  if (per_strip && a.strips <= per_sm * sms) {
+    a.per_strip = per_sm * sms / a.strips;
+    grid = a.per_strip * a.strips;
+  }
   auto launch = [&] { kern<<<grid, G::NT, G::smem_bytes>>>(a, t); };
   TC_CUDA_CHECK(cudaMemset(d_out, 0xff, std::size_t(o) * o * 4));
   launch();
@@ -57,14 +62,15 @@ void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float
     worst = std::max(worst, rel[s]);
   }
   std::nth_element(rel.begin(), rel.begin() + 1000, rel.end());
-  std::printf("k %2d %s R %d TX %2d TY %2d RC %d (%d CTAs/SM, %zu B)  %8.4f ms  mean rel %.2e %%"
-              "  median %.2e %%  max %.1e %%\n", K, G::LOOP ? "loop    " : "unrolled", G::R, G::TX,
+  std::printf("n %5d k %2d %s%s R %d TX %2d TY %2d RC %d (%d CTAs/SM, %zu B)  %8.4f ms  mean rel %.2e %%"
+              "  median %.2e %%  max %.1e %%\n", n, K, G::LOOP ? "loop    " : "unrolled",
+              per_strip ? " per-strip" : "", G::R, G::TX,
               G::TY, G::RC, per_sm, G::smem_bytes, ms, 100 * mean / 2000, 100 * rel[1000], 100 * worst);
   std::fflush(stdout);
 }
 
-int main() {
-  const int n = 4096;
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::atoi(argv[1]) : 4096;
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<float> U(0, 1);
   std::vector<float> img(std::size_t(n) * n);
@@ -73,6 +79,14 @@ int main() {
   TC_CUDA_CHECK(cudaMemcpy(din.p, img.data(), img.size() * 4, cudaMemcpyHostToDevice));
   const float* i = static_cast<const float*>(din.p);
   float* o = static_cast<float*>(dout.p);
+  if (argc > 2) {  // the CTA work maps: contiguous ranges against a share of one strip each
+    for (bool ps : {false, true, false, true}) {
+      run<3>(img, n, rng, i, o, ps);
+      run<9>(img, n, rng, i, o, ps);
+      run<15>(img, n, rng, i, o, ps);
+    }
+    return 0;
+  }
   run<3>(img, n, rng, i, o);
   run<5>(img, n, rng, i, o);
   run<7>(img, n, rng, i, o);

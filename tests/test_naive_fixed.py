@@ -64,6 +64,23 @@ def test_strided_views_stacks_and_modes():
         assert mape(np.asarray(out), ref) <= mape_bound(METHOD, "fp32"), mode
 
 
+@pytest.mark.parametrize("k", [5, 13])
+def test_stacks_share_the_ctas(k):
+    """Every image of a stack through one launch: k = 5 gives each CTA a share of one strip of
+    one image, k = 13 contiguous ranges of all the images' strips laid end to end."""
+    cp = pytest.importorskip("cupy")
+    require_available(METHOD)
+    rng = np.random.default_rng(k + 100)
+    kernel = rng.random((k, k))
+    stack = rng.random((5, 77, 301)).astype(np.float32)
+    p = tc.plan(kernel, stack.shape[1:], mode="valid", method=METHOD, precision="fp32",
+                options=FIXED)
+    out = cp.asnumpy(p(cp.asarray(stack)))
+    for b in range(len(stack)):
+        ref = scipy.signal.correlate2d(stack[b].astype(np.float64), kernel, "valid")
+        assert mape(out[b], ref) <= mape_bound(METHOD, "fp32"), b
+
+
 @pytest.mark.parametrize("k", [3, 15])
 def test_nonfinite_stay_local(k):
     require_available(METHOD)

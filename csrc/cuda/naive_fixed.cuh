@@ -57,6 +57,8 @@ struct Args {
   int oh, ow;
   int strips;          // column strips per image
   std::int64_t work;   // strips * oh * images: the rows all CTAs share
+  int per_strip;       // > 0: CTA b takes share b / S of strip b % S (S strips in all), so the
+                       // CTAs running at once read whole image rows; 0: contiguous ranges of work
 };
 
 // The taps, each kernel row padded to an even length so a pair of them is one 8-byte uniform load
@@ -104,8 +106,16 @@ __global__ void __launch_bounds__(G::NT, G::MINB)
   const int ch = tid % G::NCH, r0 = tid / G::NCH;
   const bool stager = r0 < G::RPP;
 
-  std::int64_t pos = a.work * blockIdx.x / gridDim.x;
-  const std::int64_t end = a.work * (blockIdx.x + 1) / gridDim.x;
+  std::int64_t pos, end;
+  if (a.per_strip > 0) {
+    const int S = gridDim.x / a.per_strip, part = blockIdx.x / S;
+    const std::int64_t s0 = static_cast<std::int64_t>(blockIdx.x % S) * a.oh;
+    pos = s0 + static_cast<std::int64_t>(a.oh) * part / a.per_strip;
+    end = s0 + static_cast<std::int64_t>(a.oh) * (part + 1) / a.per_strip;
+  } else {
+    pos = a.work * blockIdx.x / gridDim.x;
+    end = a.work * (blockIdx.x + 1) / gridDim.x;
+  }
   auto step_at = [&](std::int64_t p, int& img, int& x0, int& y0) {
     const std::int64_t st = p / a.oh;
     const int strip = static_cast<int>(st % a.strips);
