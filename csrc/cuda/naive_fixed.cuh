@@ -9,9 +9,10 @@
 //
 // Shared rows are padded by 4 floats per 16 columns, so a quarter warp's 16-byte loads hit
 // distinct banks. Input steps are double-buffered by cp.async. Outputs leave through the step's
-// consumed input buffer in row-wise 16-byte stores. CTAs are persistent: the output's column
-// strips (TW wide, of every image of a stack) are laid end to end, oh rows each, and CTA b walks
-// its share of those rows TH at a time, so all CTAs finish together whatever the image height.
+// consumed input buffer in row-wise 16-byte stores. CTAs are persistent and walk rows TH at a
+// time: each a share of one strip (TW wide, of one image of a stack) for the unrolled geometry,
+// or, for the looped one, a share of all the strips laid end to end, oh rows each; either way
+// all CTAs finish together whatever the image height.
 //
 // H100, 4096^2, kernel time (benchmarks/naive_fixed_harness.cu, results/
 // naive_fixed_harness_h100.txt, runs 12-13): 0.064 / 0.063 / 0.072 / 0.079 / 0.107 / 0.134 /
