@@ -51,22 +51,9 @@ class FixedPlan final : public BatchedCudaPlan {
     a.oh = static_cast<int>(out.rows);
     a.ow = static_cast<int>(out.cols);
     a.strips = ceil_div(a.ow, G::TW);
-    a.work = static_cast<std::int64_t>(a.strips) * a.oh * batch;
     const bool vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_ld % 4 == 0 &&
                      (batch == 1 || in_bstride % 4 == 0);
-    const std::int64_t steps = (a.work + G::TH - 1) / G::TH;
-    int grid = static_cast<int>(std::min<std::int64_t>(steps, ctas_));
-    // The unrolled (small-k, memory-bound) geometry gives each CTA a share of one strip, so the
-    // CTAs running at once read whole image rows: 16384^2 k = 3 0.946 against 1.033 ms with
-    // contiguous ranges of the strips laid end to end (those keep every CTA slot busy, which
-    // the looped, compute-bound geometry values more: k = 9 / 15 1.066 / 2.428 against 1.096 /
-    // 2.495; results/naive_fixed_harness_h100.txt, run 16).
-    const std::int64_t S = static_cast<std::int64_t>(a.strips) * batch;
-    a.per_strip = 0;
-    if (!G::LOOP && S <= ctas_) {
-      a.per_strip = static_cast<int>(std::min<std::int64_t>(ctas_ / S, ceil_div(a.oh, G::TH)));
-      grid = static_cast<int>(a.per_strip * S);
-    }
+    const int grid = nfix::launch_grid<G>(a, batch, ctas_);
     if (vec)
       nfix::fixed_kernel<K, true><<<grid, G::NT, G::smem_bytes, stream>>>(a, taps_);
     else

@@ -19,6 +19,7 @@
 // 0.169 / 0.205 ms at k = 3 / 5 / .. / 17, where the first kernel (R = 16 outputs down a
 // column, 4-byte loads) took 0.070 / 0.087 / 0.098 / 0.117 / 0.145 / 0.176 / 0.219 / 0.273.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -93,6 +94,25 @@ struct Geo {
   static_assert(RPP >= 1 && NT % CPR == 0, "staging and copy-out maps");
 };
 
+// The launch's CTA count and work map for `batch` images of `a` (strips and oh set): sets
+// a.work and a.per_strip. `ctas`: the CTAs the GPU holds at once. The unrolled (small-k,
+// memory-bound) geometry gives each CTA a share of one strip, so the CTAs running at once read
+// whole image rows: 16384^2 k = 3 0.946 against 1.033 ms with contiguous ranges of the strips
+// laid end to end (those keep every CTA slot busy, which the looped, compute-bound geometry
+// values more: k = 9 / 15 1.066 / 2.428 against 1.096 / 2.495; results/
+// naive_fixed_harness_h100.txt, run 16).
+template <class G>
+inline int launch_grid(Args& a, std::int64_t batch, int ctas, bool per_strip = !G::LOOP) {
+  a.work = static_cast<std::int64_t>(a.strips) * a.oh * batch;
+  const std::int64_t S = static_cast<std::int64_t>(a.strips) * batch;
+  a.per_strip = 0;
+  if (per_strip && S <= ctas) {
+    a.per_strip = static_cast<int>(std::min<std::int64_t>(ctas / S, ceil_div(a.oh, G::TH)));
+    return static_cast<int>(a.per_strip * S);
+  }
+  return static_cast<int>(std::min<std::int64_t>((a.work + G::TH - 1) / G::TH, ctas));
+}
+
 // VEC: image rows 16-byte aligned, staged by cp.async; else through registers. A template
 // argument, not a flag: with both paths in one kernel ptxas read the looped taps by per-thread
 // LDCs instead of ULDCs (k = 15: 0.187 against 0.175 ms). Check the SASS after changes here:
@@ -154,7 +174,6 @@ __global__ void __launch_bounds__(G::NT, G::MINB)
         }
       }
     }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
   };
 
   int img, x0, y0, rows = 0, cur = 0;
@@ -163,7 +182,7 @@ __global__ void __launch_bounds__(G::NT, G::MINB)
     stage(img, x0, y0, sm);
   }
   while (pos < end) {
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    cp_async_wait_all();
     __syncthreads();  // this step is staged; the last step's outputs have left the other buffer
     int nimg, nx0, ny0, nrows = 0;
     if (pos + rows < end) {
