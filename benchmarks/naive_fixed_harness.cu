@@ -18,7 +18,7 @@ using namespace tc::cuda;
 // G: the package's geometry (nfix::Geo<K>) or a variant of it
 template <int K, class G = nfix::Geo<K>>
 void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float* d_in,
-         float* d_out, bool per_strip = !G::LOOP) {
+         float* d_out, int map = -1) {
   std::uniform_real_distribution<double> U(0, 1);
   nfix::Taps<K> t;
   constexpr int KP = nfix::Taps<K>::KP;
@@ -34,8 +34,9 @@ void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float
   int per_sm = 0, sms = 0;
   TC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, G::NT, G::smem_bytes));
   TC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  nfix::Args a{d_in, n, 0, n, n, d_out, o, 0, o, o, (o + G::TW - 1) / G::TW, 0, 0};
-  const int grid = nfix::launch_grid<G>(a, 1, per_sm * sms, per_strip);
+  nfix::Args a{d_in, n, 0, n, n, d_out, o, 0, o, o, (o + G::TW - 1) / G::TW, 0, 0, 0};
+  const int grid = nfix::launch_grid<G>(a, 1, per_sm * sms, map);
+  const bool per_strip = a.per_strip > 0;
   auto launch = [&] { kern<<<grid, G::NT, G::smem_bytes>>>(a, t); };
   TC_CUDA_CHECK(cudaMemset(d_out, 0xff, std::size_t(o) * o * 4));
   launch();
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   float* o = static_cast<float*>(dout.p);
   if (argc > 2) {  // the CTA work maps: contiguous ranges against a share of one strip each
     // (run 16 predates launch_grid's cap of a strip's shares at its steps: no change at 4096^2+)
-    for (bool ps : {false, true, false, true}) {
+    for (int ps : {0, 1, 0, 1}) {
       run<3>(img, n, rng, i, o, ps);
       run<9>(img, n, rng, i, o, ps);
       run<15>(img, n, rng, i, o, ps);

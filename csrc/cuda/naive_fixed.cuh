@@ -9,15 +9,15 @@
 //
 // Shared rows are padded by 4 floats per 16 columns, so a quarter warp's 16-byte loads hit
 // distinct banks. Input steps are double-buffered by cp.async. Outputs leave through the step's
-// consumed input buffer in row-wise 16-byte stores. CTAs are persistent and walk rows TH at a
-// time: each a share of one strip (TW wide, of one image of a stack) for the unrolled geometry,
-// or, for the looped one, a share of all the strips laid end to end, oh rows each; either way
-// all CTAs finish together whatever the image height.
+// consumed input buffer in row-wise 16-byte stores. CTAs are persistent and walk steps of TH
+// rows (the last of a strip shorter): a share of one strip (TW wide, of one image of a stack),
+// or a contiguous range of the steps of all the strips laid end to end (launch_grid chooses);
+// each step follows the last without a division.
 //
 // H100, 4096^2, kernel time (benchmarks/naive_fixed_harness.cu, results/
-// naive_fixed_harness_h100.txt, runs 12-13): 0.064 / 0.063 / 0.072 / 0.079 / 0.107 / 0.134 /
-// 0.169 / 0.205 ms at k = 3 / 5 / .. / 17, where the first kernel (R = 16 outputs down a
-// column, 4-byte loads) took 0.070 / 0.087 / 0.098 / 0.117 / 0.145 / 0.176 / 0.219 / 0.273.
+// naive_fixed_harness_h100.txt, run 23): 0.061 / 0.061 / 0.066 / 0.078 / 0.102 / 0.130 / 0.164
+// / 0.201 ms at k = 3 / 5 / .. / 17, where the first kernel (R = 16 outputs down a column,
+// 4-byte loads) took 0.070 / 0.087 / 0.098 / 0.117 / 0.145 / 0.176 / 0.219 / 0.273.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -58,7 +58,8 @@ struct Args {
   std::int64_t out_ld, out_bstride;
   int oh, ow;
   int strips;          // column strips per image
-  std::int64_t work;   // strips * oh * images: the rows all CTAs share
+  int sps;             // steps per strip: ceil(oh / TH), the last one short
+  std::int64_t work;   // strips * sps * images: the steps all CTAs share
   int per_strip;       // > 0: CTA b takes share b / S of strip b % S (S strips in all), so the
                        // CTAs running at once read whole image rows; 0: contiguous ranges of work
 };
@@ -95,28 +96,36 @@ struct Geo {
 };
 
 // The launch's CTA count and work map for `batch` images of `a` (strips and oh set): sets
-// a.work and a.per_strip. `ctas`: the CTAs the GPU holds at once. The unrolled (small-k,
-// memory-bound) geometry gives each CTA a share of one strip, so the CTAs running at once read
-// whole image rows: 16384^2 k = 3 0.946 against 1.033 ms with contiguous ranges of the strips
-// laid end to end (those keep every CTA slot busy, which the looped, compute-bound geometry
-// values more: k = 9 / 15 1.066 / 2.428 against 1.096 / 2.495; results/
-// naive_fixed_harness_h100.txt, run 16).
+// a.sps, a.work and a.per_strip. `ctas`: the CTAs the GPU holds at once. map: 1 a share of one
+// strip per CTA (when there are no more strips than CTAs), 0 contiguous ranges of the steps of
+// all strips laid end to end, -1 choose:
+// - The unrolled (small-k, memory-bound) geometry takes shares of one strip, so the CTAs running
+//   at once read whole image rows: 16384^2 k = 3 0.946 against 1.033 ms.
+// - The looped (compute-bound) geometry takes them only where no CTA then walks more steps than
+//   with contiguous ranges, which keep every CTA slot busy: 4096^2 k = 15 (8 steps a CTA either
+//   way) 0.164-0.166 against 0.167-0.170 ms; 16384^2 (128 against 125 steps) 2.44 against 2.37.
+//   (results/naive_fixed_harness_h100.txt, runs 16 and 18.)
 template <class G>
-inline int launch_grid(Args& a, std::int64_t batch, int ctas, bool per_strip = !G::LOOP) {
-  a.work = static_cast<std::int64_t>(a.strips) * a.oh * batch;
+inline int launch_grid(Args& a, std::int64_t batch, int ctas, int map = -1) {
+  a.sps = ceil_div(a.oh, G::TH);
   const std::int64_t S = static_cast<std::int64_t>(a.strips) * batch;
+  a.work = S * a.sps;
   a.per_strip = 0;
-  if (per_strip && S <= ctas) {
-    a.per_strip = static_cast<int>(std::min<std::int64_t>(ctas / S, ceil_div(a.oh, G::TH)));
-    return static_cast<int>(a.per_strip * S);
+  if (map != 0 && S <= ctas) {
+    const int shares = static_cast<int>(std::min<std::int64_t>(ctas / S, a.sps));
+    if (map == 1 || !G::LOOP || ceil_div(a.sps, shares) <= ceil_div(a.work, ctas)) {
+      a.per_strip = shares;
+      return static_cast<int>(shares * S);
+    }
   }
-  return static_cast<int>(std::min<std::int64_t>((a.work + G::TH - 1) / G::TH, ctas));
+  return static_cast<int>(std::min<std::int64_t>(a.work, ctas));
 }
 
 // VEC: image rows 16-byte aligned, staged by cp.async; else through registers. A template
 // argument, not a flag: with both paths in one kernel ptxas read the looped taps by per-thread
-// LDCs instead of ULDCs (k = 15: 0.187 against 0.175 ms). Check the SASS after changes here:
-// cuobjdump -sass, no LDC c[0x0][R..] in the kernel-row loop.
+// LDCs instead of ULDCs (k = 15: 0.187 against 0.175 ms). So did k = 9 when the step walk's
+// image, column and row were initialised before the first step. Check the SASS after changes
+// here: cuobjdump -sass, no LDC c[0x0][R..] in the kernel-row loop.
 template <int K, bool VEC, class G = Geo<K>>
 __global__ void __launch_bounds__(G::NT, G::MINB)
     fixed_kernel(const Args a, const __grid_constant__ Taps<K> t) {
@@ -127,26 +136,19 @@ __global__ void __launch_bounds__(G::NT, G::MINB)
   const int ch = tid % G::NCH, r0 = tid / G::NCH;
   const bool stager = r0 < G::RPP;
 
+  // this CTA's steps [pos, end) of the strips of every image laid end to end, each TH rows
+  // (the last of a strip shorter)
   std::int64_t pos, end;
   if (a.per_strip > 0) {
     const int S = gridDim.x / a.per_strip, part = blockIdx.x / S;
-    const std::int64_t s0 = static_cast<std::int64_t>(blockIdx.x % S) * a.oh;
-    pos = s0 + static_cast<std::int64_t>(a.oh) * part / a.per_strip;
-    end = s0 + static_cast<std::int64_t>(a.oh) * (part + 1) / a.per_strip;
+    const std::int64_t s0 = static_cast<std::int64_t>(blockIdx.x % S) * a.sps;
+    pos = s0 + static_cast<std::int64_t>(a.sps) * part / a.per_strip;
+    end = s0 + static_cast<std::int64_t>(a.sps) * (part + 1) / a.per_strip;
   } else {
     pos = a.work * blockIdx.x / gridDim.x;
     end = a.work * (blockIdx.x + 1) / gridDim.x;
   }
-  auto step_at = [&](std::int64_t p, int& img, int& x0, int& y0) {
-    const std::int64_t st = p / a.oh;
-    const int strip = static_cast<int>(st % a.strips);
-    img = static_cast<int>(st / a.strips);
-    y0 = static_cast<int>(p - st * a.oh);
-    x0 = strip * G::TW;
-    std::int64_t n = a.oh - y0;
-    n = n < G::TH ? n : G::TH;
-    return static_cast<int>(n < end - p ? n : end - p);
-  };
+  auto step_rows = [&](int y0) { return a.oh - y0 < G::TH ? a.oh - y0 : G::TH; };
   auto stage = [&](int img, int x0, int y0, float* buf) {
     const float* in = a.in + img * a.in_bstride;
     const int gx = x0 + 4 * ch;
@@ -177,16 +179,31 @@ __global__ void __launch_bounds__(G::NT, G::MINB)
   };
 
   int img, x0, y0, rows = 0, cur = 0;
-  if (pos < end) {
-    rows = step_at(pos, img, x0, y0);
+  if (pos < end) {  // the first step: divisions; then each step follows the last
+    const std::int64_t st = pos / a.sps;
+    img = static_cast<int>(st / a.strips);
+    x0 = static_cast<int>(st % a.strips) * G::TW;
+    y0 = static_cast<int>(pos - st * a.sps) * G::TH;
+    rows = step_rows(y0);
     stage(img, x0, y0, sm);
   }
   while (pos < end) {
     cp_async_wait_all();
     __syncthreads();  // this step is staged; the last step's outputs have left the other buffer
     int nimg, nx0, ny0, nrows = 0;
-    if (pos + rows < end) {
-      nrows = step_at(pos + rows, nimg, nx0, ny0);
+    if (pos + 1 < end) {
+      nimg = img;
+      nx0 = x0;
+      ny0 = y0 + rows;
+      if (ny0 == a.oh) {  // the next strip, or the next image's first strip
+        ny0 = 0;
+        nx0 += G::TW;
+        if (nx0 >= a.ow) {
+          nx0 = 0;
+          ++nimg;
+        }
+      }
+      nrows = step_rows(ny0);
       stage(nimg, nx0, ny0, sm + (cur ^ 1) * G::in_floats);
     }
     float* const buf = sm + cur * G::in_floats;
@@ -292,7 +309,7 @@ __global__ void __launch_bounds__(G::NT, G::MINB)
         }
       }
     }
-    pos += rows;
+    ++pos;
     rows = nrows;
     img = nimg;
     x0 = nx0;
