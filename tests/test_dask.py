@@ -305,7 +305,9 @@ def test_gather_and_map_overlap_agree_with_one_call(convolve):
 
 def test_gather_graph_reads_neighbour_blocks():
     """The gather path's graph: one task per output chunk whose inputs are the blocks it reads
-    (no overlap or concatenation layer); 'wrap' reads across the image edge, 'fill' does not."""
+    (no overlap or concatenation layer); 'wrap' reads across the image edge, 'fill' does not.
+    Of a neighbour it reads only the halo strip: a task slicing it, so a block on another
+    worker sends only those pixels."""
     x = da.from_array(np.arange(64 * 64, dtype=np.float64).reshape(64, 64), chunks=16)
     k = np.ones((5, 5))
     for bnd, corner in [("wrap", {(0, 0), (0, 1), (0, 3), (1, 0), (1, 1), (1, 3), (3, 0),
@@ -316,12 +318,26 @@ def test_gather_graph_reads_neighbour_blocks():
         layers = _graph_layers(out)
         assert len(layers) == 2 and layers[1].startswith("tc-gather"), layers
         assert out.chunks == x.chunks
-        keys = get_dependencies(dict(out.__dask_graph__()), (out.name, 0, 0))
-        got = {(kk[1], kk[2]) for kk in keys if isinstance(kk, tuple) and kk[0] == x.name}
+        graph = dict(out.__dask_graph__())
+        keys = get_dependencies(graph, (out.name, 0, 0))
+        got = {(kk[1], kk[2]) for kk in keys if isinstance(kk, tuple)
+               and (kk[0] == x.name or kk[0].startswith("tc-halo"))}
         assert got == corner, (bnd, got)
+        assert (x.name, 0, 0) in keys  # its own block whole
+        for kk in keys:
+            if kk[0].startswith("tc-halo"):  # a neighbour: at most the 2 halo rows / columns
+                r0, r1, c0, c1 = kk[3:]
+                assert kk[1:3] != (0, 0) and min(r1 - r0, c1 - c0) <= 2, kk
+                assert get_dependencies(graph, kk) == {(x.name,) + kk[1:3]}
     # the old path on request
     out = tcd.correlate2d(x, k, "same", "wrap", method="direct", halos="map_overlap")
     assert any("overlap" in n for n in _graph_layers(out))
+
+
+def _parts(grid, ra, ca):
+    """What an output chunk's task receives: of each block it reads, the range it reads."""
+    return [[tcd._slice_block(grid[a][b], ra.lo[ia], ra.hi[ia], ca.lo[ib], ca.hi[ib])
+             for ib, b in enumerate(ca.used)] for ia, a in enumerate(ra.used)]
 
 
 @pytest.mark.parametrize("bnd", BOUNDARIES)
@@ -350,8 +366,8 @@ def test_block_maps_give_the_one_call_padding(bnd):
             ra = tcd._Axis(h, pt, pb, bnd, chunks[0], int(o_r[i]), ci + kh - 1)
             for j, cj in enumerate(oc[1]):
                 ca = tcd._Axis(w, pl, pr, bnd, chunks[1], int(o_c[j]), cj + kw - 1)
-                blocks = [[grid[a][b] for b in ca.used] for a in ra.used]
-                got = tcd._gather_numpy(blocks, *ra.maps(), *ca.maps(), -2.5, "float64")
+                got = tcd._gather_numpy(_parts(grid, ra, ca), *ra.maps(), *ca.maps(), -2.5,
+                                        "float64")
                 want = ref[o_r[i]:o_r[i] + ci + kh - 1, o_c[j]:o_c[j] + cj + kw - 1]
                 assert _same(got, want), (bnd, mode, chunks, i, j)
 
@@ -421,8 +437,8 @@ def test_native_block_gather_equals_one_call_padding(native_gather, bnd, dtype):
             ra = tcd._Axis(h, pt, pb, bnd, chunks[0], int(o_r[i]), ci + kh - 1)
             for j, cj in enumerate(oc[1]):
                 ca = tcd._Axis(w, pl, pr, bnd, chunks[1], int(o_c[j]), cj + kw - 1)
-                blocks = [[grid[a][b] for b in ca.used] for a in ra.used]
-                got = _run_native(native_gather, blocks, *ra.maps(), *ca.maps(), 0.3, dtype)
+                got = _run_native(native_gather, _parts(grid, ra, ca), *ra.maps(), *ca.maps(),
+                                  0.3, dtype)
                 want = ref[o_r[i]:o_r[i] + ci + kh - 1, o_c[j]:o_c[j] + cj + kw - 1]
                 assert _same(got, want), (bnd, mode, chunks, i, j)
 

@@ -15,7 +15,8 @@ keeps to those methods.
 output chunk's task receives the blocks its padded chunk reads (itself and its neighbours, as
 separate arrays, across the image edge for 'wrap'/'symm') and gathers the padded chunk from
 them through per-row and per-column (block, local index) maps derived from the one call's
-``pad_sources``. On a CUDA method the C++ staging reads the blocks straight into its pinned
+``pad_sources``. Of a block read only in part (a neighbour's halo strip) a task slices that
+part, so that a block on another worker sends its strip, not itself. On a CUDA method the C++ staging reads the blocks straight into its pinned
 buffers (``run_gather_blocks``), so every pixel is copied once, as one call copies it; on a CPU
 method NumPy gathers the padded chunk (one copy). CuPy chunks, stacks and complex data on a
 GPU keep ``map_overlap`` (``halos='map_overlap'`` asks for it everywhere).
@@ -237,15 +238,24 @@ def _axis_maps(n, before, after, boundary, chunks, o0, length):
 
 class _Axis:
     """What one output chunk reads along one axis: padded positions o0 .. o0 + length of an
-    axis of n source positions chunked as `chunks`, and the blocks `used` they come from."""
+    axis of n source positions chunked as `chunks`, the blocks `used` they come from, and the
+    range [lo, hi) read of each (a halo's few rows of a neighbour: only that slice of it is
+    moved when it lives on another worker)."""
 
-    __slots__ = ("n", "before", "after", "boundary", "chunks", "o0", "length", "used")
+    __slots__ = ("n", "before", "after", "boundary", "chunks", "o0", "length", "used", "lo", "hi")
 
     def __init__(self, n, before, after, boundary, chunks, o0, length):
         self.n, self.before, self.after, self.boundary = n, before, after, boundary
         self.chunks, self.o0, self.length = tuple(chunks), o0, length
-        blk, _ = self.maps(global_blocks=True)
+        self.lo = self.hi = ()
+        blk, local = self.maps(global_blocks=True)
         self.used = tuple(int(b) for b in np.unique(blk[blk >= 0]))
+        self.lo = tuple(int(local[blk == b].min()) for b in self.used)
+        self.hi = tuple(int(local[blk == b].max()) + 1 for b in self.used)
+
+    def whole(self, i: int) -> bool:
+        """Whether the range read of used block i is the whole block."""
+        return self.lo[i] == 0 and self.hi[i] == self.chunks[self.used[i]]
 
     def __getstate__(self):
         return {k: getattr(self, k) for k in self.__slots__}
@@ -255,12 +265,21 @@ class _Axis:
             setattr(self, k, v)
 
     def maps(self, global_blocks=False):
-        """(block, local index) per padded position; the block as an index into `used`."""
+        """(block, local index) per padded position; else the block as an index into `used`
+        and the index local to its range [lo, hi)."""
         blk, local = _axis_maps(self.n, self.before, self.after, self.boundary, self.chunks,
                                 self.o0, self.length)
         if not global_blocks:
             blk = np.where(blk >= 0, np.searchsorted(np.asarray(self.used), blk), -1)
+            if self.lo:
+                local = np.where(blk >= 0, local - np.asarray(self.lo)[np.maximum(blk, 0)], -1)
         return np.ascontiguousarray(blk, np.int64), np.ascontiguousarray(local, np.int64)
+
+
+def _slice_block(b, r0: int, r1: int, c0: int, c1: int):
+    """The part of a block an output chunk reads (a view where the block is local; pickled as
+    just those pixels where it moves to another worker)."""
+    return b[r0:r1, c0:c1]
 
 
 def _gather_numpy(blocks, rb, rl, cb, cl, fill, storage):
@@ -343,7 +362,8 @@ def _last_positive(chunks, delta: int) -> tuple:
 def _gathered(xs, kernel, mode_pads, bnd, fill, method, precision, convolve, out_dtype,
               res_dtype, storage, meta):
     """The dask graph of the gather path: one task per output chunk, its inputs the blocks it
-    reads (keys, no intermediate arrays)."""
+    reads, or where it reads part of a block (a halo), a task slicing that part: a neighbour
+    on another worker then sends its halo strip, not its whole block."""
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
 
@@ -362,10 +382,23 @@ def _gathered(xs, kernel, mode_pads, bnd, fill, method, precision, convolve, out
                                    bnd, fill, method, precision, convolve, str(out_dtype))
     common = dict(kernel=kernel, method=method, precision=precision, convolve=convolve,
                   out_dtype=out_dtype, fill=fill, storage=storage)
+    sname = "tc-halo-" + tokenize(name)
     dsk = {}
+
+    def part(ra, ia, ca, ib):
+        """The key of what an output chunk reads of a block: the block, or a slice task."""
+        key = (xs.name, ra.used[ia], ca.used[ib])
+        if ra.whole(ia) and ca.whole(ib):
+            return key
+        sl = (ra.lo[ia], ra.hi[ia], ca.lo[ib], ca.hi[ib])
+        skey = (sname, ra.used[ia], ca.used[ib]) + sl
+        dsk[skey] = (_slice_block, key) + sl
+        return skey
+
     for i, ra in enumerate(rows):
         for j, ca in enumerate(cols):
-            blocks = [[(xs.name, a, b) for b in ca.used] for a in ra.used]
+            blocks = [[part(ra, ia, ca, ib) for ib in range(len(ca.used))]
+                      for ia in range(len(ra.used))]
             dsk[(name, i, j)] = (functools.partial(_gather_chunk, rows=ra, cols=ca, **common),
                                  blocks)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xs])
