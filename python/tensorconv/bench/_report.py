@@ -149,8 +149,8 @@ FAMILY_PRESETS = ("filters", "stacks", "dask")  # rows of their own shape: a fla
 
 def family_table(rows) -> list:
     """Every row of a filters / stacks / dask run, one line each."""
-    extra = ("mape_pct", "max_rel_err", "images_per_s", "per_image_ms", "ratio_to_copy",
-             "throughput_mpix_s", "ratio_to_one_call", "equal", "halos", "error")
+    extra = ("gpus", "pinned_mb", "mape_pct", "max_rel_err", "images_per_s", "per_image_ms",
+             "ratio_to_copy", "throughput_mpix_s", "ratio_to_one_call", "equal", "halos", "error")
     out = ["| part | impl | variant | precision | image | kernel | timing | median ms | runs | "
            "other |", "|" + "---|" * 10]
     for r in rows:
