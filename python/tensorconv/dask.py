@@ -16,10 +16,11 @@ output chunk's task receives the blocks its padded chunk reads (itself and its n
 separate arrays, across the image edge for 'wrap'/'symm') and gathers the padded chunk from
 them through per-row and per-column (block, local index) maps derived from the one call's
 ``pad_sources``. Of a block read only in part (a neighbour's halo strip) a task slices that
-part, so that a block on another worker sends its strip, not itself. On a CUDA method the C++ staging reads the blocks straight into its pinned
-buffers (``run_gather_blocks``), so every pixel is copied once, as one call copies it; on a CPU
-method NumPy gathers the padded chunk (one copy). CuPy chunks, stacks and complex data on a
-GPU keep ``map_overlap`` (``halos='map_overlap'`` asks for it everywhere).
+part, so that a block on another worker sends its strip, not itself. On a CUDA method the C++
+staging reads the blocks straight into its pinned buffers (``run_gather_blocks``), so every
+pixel is copied once, as one call copies it; on a CPU method NumPy gathers the padded chunk
+(one copy). CuPy chunks, stacks and complex data on a GPU keep ``map_overlap``
+(``halos='map_overlap'`` asks for it everywhere).
 
 Needs the optional extra: ``pip install "tensorconv[dask]"`` (dask[array], distributed).
 """
