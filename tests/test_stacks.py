@@ -285,6 +285,30 @@ def test_gpu_host_results_pinned_and_kept():
     np.testing.assert_array_equal(rc, want_a)
 
 
+def test_host_cast_in_blocks_equals_numpy(monkeypatch):
+    """to_storage's cast of a large host array, in row (or column, or plane) blocks on a thread
+    pool, gives np.ascontiguousarray's bits: every dtype pair the plans use, strided views,
+    NaN/inf, stacks with few images."""
+    from tensorconv import _arrays
+
+    monkeypatch.setattr(_arrays, "_PARALLEL_CAST_BYTES", 1)
+    monkeypatch.setattr(_arrays, "_CAST_POOL", None)  # a pool of this test's size, dropped after
+    monkeypatch.setattr(_arrays.os, "cpu_count", lambda: 4)
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((3, 67, 45)) * 1e3
+    base[0, 5, 7], base[1, 2, 3], base[2, 60, 44] = np.nan, np.inf, -np.inf
+    for x in [base, base[1], base[1].T, base[:, ::2, 1:], base[:2, :3, :],
+              (np.nan_to_num(base, posinf=9, neginf=-9) * 10).astype(np.int32), base > 0,
+              base.astype(np.float32)]:
+        for dt in ("float16", "float32", "float64"):
+            got = _arrays.NumpyBackend().to_storage(x, dt)
+            want = np.ascontiguousarray(x, dtype=_arrays._NP_DTYPES[dt])
+            assert got.flags.c_contiguous and got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    same = base.astype(np.float32)
+    assert _arrays.host_cast(same, np.float32) is same  # nothing to do: no copy
+
+
 def test_staging_team_runs_each_piece_once(tmp_path):
     """The staging team (csrc/cuda/staging_team.hpp, plain C++) under many short jobs: every
     piece exactly once, none after run() returns (tests/native/staging_team_check.cpp)."""

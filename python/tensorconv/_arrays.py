@@ -8,11 +8,55 @@ the caller is on. Arrays are kept alive by the Python objects that own them.
 
 from __future__ import annotations
 
+import os
+import threading
+
 import numpy as np
 
 _NP_DTYPES = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
               "complex64": np.complex64, "complex128": np.complex128}
 _DTYPE_STR: dict = {}  # dtype -> str(dtype) (NumpyBackend.dtype_str)
+
+
+# Host casts of at least this many bytes (read + written) run on several threads: NumPy's cast
+# loops release the GIL, and one thread converts float32 to float16 at a few GB/s, so a 16 GiB
+# image took ~13 s on one thread before an fp16 / fp16fp32 call (benchmarks/DASK_NOTES.md).
+_PARALLEL_CAST_BYTES = 1 << 26
+_CAST_POOL = None
+_CAST_POOL_LOCK = threading.Lock()
+
+
+def _cast_pool():
+    global _CAST_POOL
+    with _CAST_POOL_LOCK:
+        if _CAST_POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _CAST_POOL = ThreadPoolExecutor(min(16, os.cpu_count() or 1),
+                                            thread_name_prefix="tensorconv-cast")
+        return _CAST_POOL
+
+
+def host_cast(x: np.ndarray, dtype) -> np.ndarray:
+    """np.ascontiguousarray(x, dtype), in row blocks on a thread pool when it is large."""
+    dt = np.dtype(dtype)
+    if x.dtype == dt and x.flags.c_contiguous:
+        return x
+    threads = min(16, os.cpu_count() or 1)
+    axis = next((i for i, n in enumerate(x.shape) if n >= 2 * threads), None)
+    if (threads < 2 or axis is None or x.dtype.kind not in "biuf"
+            or x.size * (x.itemsize + dt.itemsize) < _PARALLEL_CAST_BYTES):
+        return np.ascontiguousarray(x, dtype=dt)
+    out = np.empty(x.shape, dt)
+    ends = np.linspace(0, x.shape[axis], 2 * threads + 1).astype(np.int64)
+    lead = (slice(None),) * axis
+
+    def cast(i):
+        sl = lead + (slice(int(ends[i]), int(ends[i + 1])),)
+        np.copyto(out[sl], x[sl], casting="unsafe")
+
+    list(_cast_pool().map(cast, range(2 * threads)))
+    return out
 
 
 def boundary_indices(n: int, before: int, after: int, boundary: str) -> np.ndarray:
@@ -60,6 +104,8 @@ class NumpyBackend:
         return s
 
     def to_storage(self, x, dtype: str):
+        if self.xp is np:
+            return host_cast(np.asarray(x), _NP_DTYPES[dtype])
         return self.xp.ascontiguousarray(x, dtype=_NP_DTYPES[dtype])
 
     @staticmethod
