@@ -2,6 +2,8 @@
 plans (padded while staged, pipelined in images or row bands): equal to a loop of single calls
 and within tests/bounds.py of scipy in float64."""
 
+import os
+
 import numpy as np
 import pytest
 import scipy.signal
@@ -307,6 +309,18 @@ def test_host_cast_in_blocks_equals_numpy(monkeypatch):
             np.testing.assert_array_equal(got, want)
     same = base.astype(np.float32)
     assert _arrays.host_cast(same, np.float32) is same  # nothing to do: no copy
+    if hasattr(os, "fork"):  # a forked child makes its own pool (the parent's threads are gone)
+        import warnings
+
+        big = np.arange(64 * 40, dtype=np.float64).reshape(64, 40)
+        with warnings.catch_warnings():  # 3.12+: "multi-threaded, fork() may deadlock": the point
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            ok = np.array_equal(_arrays.host_cast(big, np.float32), big.astype(np.float32))
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_staging_team_runs_each_piece_once(tmp_path):

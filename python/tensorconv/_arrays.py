@@ -37,6 +37,17 @@ def _cast_pool():
         return _CAST_POOL
 
 
+def _forget_cast_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there (work sent to the
+    inherited pool would wait forever), so the next large cast makes a new one."""
+    global _CAST_POOL, _CAST_POOL_LOCK
+    _CAST_POOL, _CAST_POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_cast_pool)
+
+
 def host_cast(x: np.ndarray, dtype) -> np.ndarray:
     """np.ascontiguousarray(x, dtype), in row blocks on a thread pool when it is large."""
     dt = np.dtype(dtype)
