@@ -20,13 +20,11 @@ template <int K, class G = nfix::Geo<K>>
 void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float* d_in,
          float* d_out, int map = -1) {
   std::uniform_real_distribution<double> U(0, 1);
-  nfix::Taps<K> t;
-  constexpr int KP = nfix::Taps<K>::KP;
+  nfix::Taps<K, G::WINO> t;
   std::vector<double> kd(K * K);
-  for (int u = 0; u < K; ++u)
-    for (int v = 0; v < KP; ++v) t.k[u * KP + v] = v < K ? static_cast<float>(U(rng)) : 0.f;
-  for (int u = 0; u < K; ++u)
-    for (int v = 0; v < K; ++v) kd[u * K + v] = t.k[u * KP + v];
+  for (auto& x : kd) x = static_cast<float>(U(rng));
+  bool wino_ok = false;
+  nfix::fill_taps(t, kd.data(), wino_ok);
   const int o = n - K + 1;
   auto kern = nfix::fixed_kernel<K, true, G>;
   TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -58,9 +56,9 @@ void run(const std::vector<float>& img, int n, std::mt19937_64& rng, const float
     worst = std::max(worst, rel[s]);
   }
   std::nth_element(rel.begin(), rel.begin() + 1000, rel.end());
-  std::printf("n %5d k %2d %s%s R %d TX %2d TY %2d RC %d (%d CTAs/SM, %zu B)  %8.4f ms  mean rel %.2e %%"
+  std::printf("n %5d k %2d %s%s%s R %d TX %2d TY %2d RC %d (%d CTAs/SM, %zu B)  %8.4f ms  mean rel %.2e %%"
               "  median %.2e %%  max %.1e %%\n", n, K, G::LOOP ? "loop    " : "unrolled",
-              per_strip ? " per-strip" : "", G::R, G::TX,
+              G::WINO ? " winograd" : "", per_strip ? " per-strip" : "", G::R, G::TX,
               G::TY, G::RC, per_sm, G::smem_bytes, ms, 100 * mean / 2000, 100 * rel[1000], 100 * worst);
   std::fflush(stdout);
 }
@@ -75,6 +73,22 @@ int main(int argc, char** argv) {
   TC_CUDA_CHECK(cudaMemcpy(din.p, img.data(), img.size() * 4, cudaMemcpyHostToDevice));
   const float* i = static_cast<const float*>(din.p);
   float* o = static_cast<float*>(dout.p);
+  if (argc > 2 && argv[2][0] == 'w') {  // Winograd F(2, 3) down the columns against direct
+    using W9 = nfix::Geo<9, 2, true, 8, 32, 3, true>;
+    using W15 = nfix::Geo<15, 2, true, 8, 32, 3, true>;
+    if (argv[2][1] == '1') {  // one of each at k = 15 (for ncu)
+      run<15>(img, n, rng, i, o);
+      run<15, W15>(img, n, rng, i, o);
+      return 0;
+    }
+    for (int rep = 0; rep < 3; ++rep) {
+      run<9>(img, n, rng, i, o);
+      run<9, W9>(img, n, rng, i, o);
+      run<15>(img, n, rng, i, o);
+      run<15, W15>(img, n, rng, i, o);
+    }
+    return 0;
+  }
   if (argc > 2) {  // the CTA work maps: contiguous ranges against a share of one strip each
     // (run 16 predates launch_grid's cap of a strip's shares at its steps: no change at 4096^2+)
     for (int ps : {0, 1, 0, 1}) {
