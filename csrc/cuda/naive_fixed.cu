@@ -1,5 +1,6 @@
 // naive_shmem's fp32 variant for odd square kernels of 3..17 taps a side (naive_fixed.cuh: the
-// shape compiled in, taps as uniform FFMA operands, outputs along rows). make_naive_shmem_plan
+// shape compiled in, taps as uniform FFMA operands, outputs along rows; k = 15 by Winograd F(2, 3)
+// down the columns). make_naive_shmem_plan
 // takes it where it applies (plan option naive_shmem.fixed). H100, 4096^2, kernel time: see
 // naive_fixed.cuh; the generic kernel takes 0.10 / 0.385 ms at k = 3 / 15.
 #include <algorithm>
@@ -19,9 +20,7 @@ class FixedPlan final : public BatchedCudaPlan {
 
  public:
   explicit FixedPlan(const PlanRequest& r) : BatchedCudaPlan(r) {
-    for (int u = 0; u < K; ++u)
-      for (int v = 0; v < nfix::Taps<K>::KP; ++v)
-        taps_.k[u * nfix::Taps<K>::KP + v] = v < K ? static_cast<float>(r.kernel[u * K + v]) : 0.f;
+    nfix::fill_taps(taps_, r.kernel, wino_ok_);
     int dev = 0, sms = 0, per_sm = 0;
     TC_CUDA_CHECK(cudaGetDevice(&dev));
     TC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -51,6 +50,7 @@ class FixedPlan final : public BatchedCudaPlan {
     a.oh = static_cast<int>(out.rows);
     a.ow = static_cast<int>(out.cols);
     a.strips = ceil_div(a.ow, G::TW);
+    a.wino_off = !wino_ok_;
     const bool vec = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_ld % 4 == 0 &&
                      (batch == 1 || in_bstride % 4 == 0);
     const int grid = nfix::launch_grid<G>(a, batch, ctas_);
@@ -62,8 +62,9 @@ class FixedPlan final : public BatchedCudaPlan {
   }
 
  private:
-  nfix::Taps<K> taps_;
-  int ctas_ = 1;  // CTAs the GPU holds at once
+  nfix::Taps<K, G::WINO> taps_;
+  bool wino_ok_ = false;  // G::WINO and every tap within kWinoMaxTap (else every step direct)
+  int ctas_ = 1;          // CTAs the GPU holds at once
 };
 
 template <int K>
