@@ -63,7 +63,7 @@ class FixedPlan final : public BatchedCudaPlan {
 
  private:
   nfix::Taps<K, G::WINO> taps_;
-  bool wino_ok_ = false;  // G::WINO and every tap within kWinoMaxTap (else every step direct)
+  bool wino_ok_ = false;  // G::WINO and every transformed tap finite (else every step direct)
   int ctas_ = 1;          // CTAs the GPU holds at once
 };
 
