@@ -2,8 +2,8 @@
 the kernel's shape compiled in, taps as FFMA operands, runs of 2-3 kernel rows summed apart),
 against scipy in float64: every size it takes, odd image shapes around its output strips
 (256 columns up to k = 7, 128 from k = 9) and the row ranges its CTAs share,
-strided views, stacks and complex data, NaN/inf that must reach only their own windows, k = 15's
-Winograd steps redone direct where their sums overflow, its accuracy
+strided views, stacks and complex data, NaN/inf that must reach only their own windows, k = 9's and
+15's Winograd steps redone direct where their sums overflow, its accuracy
 against the generic kernel's on a USC-SIPI image, and the refusals of plan option
 naive_shmem.fixed."""
 
@@ -82,7 +82,7 @@ def test_stacks_share_the_ctas(k):
         assert mape(out[b], ref) <= mape_bound(METHOD, "fp32"), b
 
 
-@pytest.mark.parametrize("k", [3, 15])
+@pytest.mark.parametrize("k", [3, 9, 15])
 def test_nonfinite_stay_local(k):
     require_available(METHOD)
     rng = np.random.default_rng(17)
@@ -103,7 +103,7 @@ def test_nonfinite_stay_local(k):
 
 
 def test_winograd_steps_redone_direct_where_sums_overflow():
-    """k = 15 runs Winograd F(2, 3) down the columns, whose row sums r1 + r2 can overflow where
+    """k = 9 and 15 run Winograd F(2, 3) down the columns, whose row sums r1 + r2 can overflow where
     the direct sums do not: such a step (its outputs not all finite) is redone direct. Huge
     values that do not overflow, and huge taps, stay on Winograd. All agree with scipy."""
     require_available(METHOD)
@@ -114,7 +114,7 @@ def test_winograd_steps_redone_direct_where_sums_overflow():
     kernel = rng.random((15, 15)) * 0.05
     big_tap = rng.random((15, 15))
     big_tap[4, 4] = 1e12
-    for img, k in ((image, kernel), (rng.random((300, 400)), big_tap)):
+    for img, k in ((image, kernel), (rng.random((300, 400)), big_tap), (image, kernel[:9, :9])):
         ref = scipy.signal.correlate2d(img, k, "valid")
         out = np.asarray(tc.correlate2d(img, k, "valid", method=METHOD, precision="fp32",
                                         options=FIXED), dtype=np.float64)

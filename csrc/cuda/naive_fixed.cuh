@@ -14,13 +14,13 @@
 // or a contiguous range of the steps of all the strips laid end to end (launch_grid chooses);
 // each step follows the last without a division.
 //
-// k = 15 runs Winograd F(2, 3) down the columns instead (Geo::WINO): a third fewer products.
+// k = 9 and 15 run Winograd F(2, 3) down the columns instead (Geo::WINO): a third fewer products.
 //
 // H100, 4096^2, kernel time (benchmarks/naive_fixed_harness.cu, results/
 // naive_fixed_harness_h100.txt, run 23): 0.061 / 0.061 / 0.066 / 0.078 / 0.102 / 0.130 / 0.164
-// / 0.201 ms at k = 3 / 5 / .. / 17 (k = 15 direct; Winograd 0.148, run 26), where the first
-// kernel (R = 16 outputs down a column, 4-byte loads) took 0.070 / 0.087 / 0.098 / 0.117 / 0.145
-// / 0.176 / 0.219 / 0.273.
+// / 0.201 ms at k = 3 / 5 / .. / 17 (k = 9 and 15 direct; by Winograd 0.077 and 0.146, run 27),
+// where the first kernel (R = 16 outputs down a column, 4-byte loads) took 0.070 / 0.087 / 0.098
+// / 0.117 / 0.145 / 0.176 / 0.219 / 0.273.
 #pragma once
 #include <algorithm>
 #include <cfloat>
@@ -106,19 +106,19 @@ inline void fill_taps(Taps<K, W>& t, const double* kernel, bool& wino_ok) {
 // to 70-140 KB and stalled on instruction fetch: k = 15 0.212 against 0.169 ms). RC: a looped
 // run's taps sit in uniform registers (63 a warp), so k = 17 takes runs of 2.
 //
-// WINO (the default at k = 15): Winograd F(2, 3) down the columns. The thread's two output rows
-// are one pair and the kernel rows go in groups of three: per group, four combinations of its
-// four input rows (r0 - r2, r1 + r2, r2 - r1, r1 - r3) are correlated along the row with the four
-// transformed tap rows (Taps::g): 4 K products for 2 K outputs instead of 6 K, plus ~4 additions
-// per input value. Each group's sums go to the two outputs at once (the kernel's `wino`), so the
-// sums stay short: mean relative error 5.4-5.8e-6 % against 4.5-4.6e-6 % direct (H100, 4096^2,
-// k = 15, harness run 26; the goal of issue #17 is 1e-5 %). Kernel ms, H100: 4096^2 0.1666 ->
-// 0.1479-0.1491, 16384^2 2.38-2.39 -> 2.08-2.10. At k = 9 it was 1-3 % slower than direct, so
-// k = 9 stays direct. A step whose Winograd outputs are not all finite (a NaN/inf input, or an
-// overflow) is redone direct, so NaN/inf follow scipy.
+// WINO (the default at k = 9 and 15): Winograd F(2, 3) down the columns. The thread's two output
+// rows are one pair and the kernel rows go in groups of three: per group, four combinations of
+// its four input rows (r0 - r2, r1 + r2, r2 - r1, r1 - r3) are correlated along the row with the
+// four transformed tap rows (Taps::g): 4 K products for 2 K outputs instead of 6 K, plus ~4
+// additions per input value. Each group's sums go to the two outputs at once (the kernel's
+// `wino`), so the sums stay short: mean relative error 5.0-5.8e-6 % against 4.3-4.7e-6 % direct
+// (H100, 4096^2; the goal of issue #17 is 1e-5 %). Kernel ms, H100 (results/
+// naive_fixed_harness_h100.txt, run 27): k = 15 4096^2 0.166 -> 0.146, 16384^2 2.38 -> 2.09;
+// k = 9 0.080 -> 0.077, 1.039 -> 1.000. A step whose Winograd outputs are not all finite (a
+// NaN/inf input, or an overflow) is redone direct, so NaN/inf follow scipy.
 template <int K, int R_ = 2, bool LOOP_ = (K >= 9), int TX_ = (LOOP_ ? 8 : 16),
           int TY_ = (LOOP_ ? 32 : 8), int RC_ = (K >= 17 ? 2 : 3),
-          bool WINO_ = (K == 15 && R_ == 2 && LOOP_)>
+          bool WINO_ = (K % 3 == 0 && R_ == 2 && LOOP_)>
 struct Geo {
   static constexpr bool LOOP = LOOP_;
   static constexpr bool WINO = WINO_;
