@@ -472,10 +472,14 @@ def test_gpu_gather_from_host_blocks(precision):
     with dask.config.set(scheduler="threads"):
         for mode, bnd in itertools.product(MODES, BOUNDARIES):
             ref = tc.correlate2d(x, k, mode, bnd, 0.5, method="naive_shmem", precision=precision)
-            for chunks in [(128, 100), ((5, 300, 226), (389,)), (7, 6)]:
-                out = tcd.correlate2d(da.from_array(x, chunks=chunks), k, mode, bnd, 0.5,
-                                      method="naive_shmem", precision=precision, halos="gather")
-                assert _same(out.compute(), ref), (mode, bnd, chunks)
+            # odd chunk starts: naive_shmem's fp32 15x15 (Winograd row pairs) has a period of
+            # two rows, onto which the chunk boundaries are moved
+            for chunks in [(128, 100), ((5, 300, 226), (389,)), (7, 6), ((3, 3, 525), (389,))]:
+                for halos in ("gather", "map_overlap"):
+                    out = tcd.correlate2d(da.from_array(x, chunks=chunks), k, mode, bnd, 0.5,
+                                          method="naive_shmem", precision=precision,
+                                          halos=halos)
+                    assert _same(out.compute(), ref), (mode, bnd, chunks, halos)
     if precision == "fp32":  # a complex kernel on a GPU method keeps to map_overlap
         kc = k + 0.25j
         dx = da.from_array(x, chunks=(128, 100))
@@ -558,3 +562,27 @@ def test_plan_cache_evicts_past_checked_out_keys(monkeypatch):
         m._checkin(k, p)
     assert sum(len(v) for v in m._IDLE.values()) == 2
     assert list(m._IDLE) == ["c", "d"]
+
+
+def test_chunk_boundaries_move_onto_the_translation_period():
+    """A method whose bits hold only under translations by a multiple of its period (the
+    registry's translation_period: naive_shmem's fp32 Winograd rows at 9x9 and 15x15) gets its
+    chunk boundaries moved down onto that period; empty chunks vanish; period 1 changes nothing."""
+    from tensorconv.dask import _aligned, _period
+
+    assert _aligned((5, 300, 226), 2) == (4, 300, 227)
+    assert _aligned((5, 300, 226), 2, offset=1) == (5, 300, 226)
+    assert _aligned((1, 1, 5), 2) == (2, 5)
+    assert _aligned((3, 3, 525), 2) == (2, 4, 525)
+    assert _aligned((7, 6), 1) == (7, 6) and _aligned((9,), 2) == (9,)
+    for chunks, per, off in [((5, 300, 226), 2, 0), ((3, 3, 525), 2, 1), ((1,) * 9, 2, 0),
+                             ((13, 2, 8, 1), 3, 2)]:
+        got = _aligned(chunks, per, off)
+        assert sum(got) == sum(chunks) and min(got) >= 1
+        assert all((b + off) % per == 0 for b in np.cumsum(got)[:-1]), (chunks, got)
+    k15, k13 = np.ones((15, 15)), np.ones((13, 13))
+    assert _period("naive_shmem", "fp32", k15) == (2, 1)
+    assert _period("naive_shmem", "fp64", k15) == (1, 1)
+    assert _period("naive_shmem", "fp32", k13) == (1, 1)
+    assert _period("direct", "fp32", k15) == (1, 1)
+    assert _period("fft", "fp32", k15) == (1, 1)  # not tile-exact at all: no period to keep

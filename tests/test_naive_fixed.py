@@ -159,3 +159,39 @@ def test_refusals_name_the_reason():
     # the generic kernel on request, and for every shape the variant does not take
     for kshape in ((15, 15), (4, 4), (15, 13)):
         check_vs_scipy(METHOD, "fp32", rng, (90, 140), kshape, GENERIC)
+
+
+@pytest.mark.parametrize("k", [9, 15])
+def test_winograd_even_row_translations_keep_every_bit(k):
+    """k = 9 and 15 pair output rows for Winograd, so the registry gives naive_shmem fp32 a
+    translation period of two rows there: the same windows moved by an even number of rows (any
+    number of columns) give the same bits, NaN/inf included (a non-finite pair is redone direct
+    alone, not its whole step, so where the step boundaries fall does not matter)."""
+    require_available(METHOD)
+    row = {m.name: m for m in tc.methods()}[METHOD]
+    assert row.translation_invariant and row.translation_period("fp32", k, k) == (2, 1)
+    assert row.translation_period("fp32", k + 2, k + 2) == (1, 1)
+    rng = np.random.default_rng(k)
+    big = rng.standard_normal((400, 700)).astype(np.float32)
+    big[150, 333] = np.nan
+    big[71, 20] = np.inf
+    big[260:262, 400] = 3e38  # r1 + r2 overflows in Winograd; direct gives a finite sum
+    kernel = rng.standard_normal((k, k))
+    h, w = 330, 601
+
+    def corr(a):
+        return np.asarray(tc.correlate2d(a, kernel, "valid", method=METHOD, precision="fp32"))
+
+    ref = corr(big[:h, :w])
+    for s0, s1 in [(2, 1), (4, 5), (6, 0), (0, 3), (64, 17), (66, 128)]:
+        for out in (corr(big[s0:s0 + h, s1:s1 + w]), corr(big[s0:h, s1:w])):
+            r = ref[s0:, s1:]
+            o = out[: r.shape[0], : r.shape[1]]
+            assert np.array_equal(o, r, equal_nan=True), (
+                k, (s0, s1), int(np.count_nonzero((o != r) & ~(np.isnan(o) & np.isnan(r)))))
+    # and the windows that hold a non-finite value follow scipy
+    want = scipy.signal.correlate2d(big[:h, :w].astype(np.float64), kernel, "valid")
+    assert np.array_equal(np.isnan(ref), np.isnan(want))
+    assert np.array_equal(np.isinf(ref), np.isinf(want))
+    fin = np.isfinite(want)
+    assert mape(ref[fin], want[fin]) <= mape_bound(METHOD, "fp32")

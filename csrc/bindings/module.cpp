@@ -138,10 +138,21 @@ PYBIND11_MODULE(_core, m) {
                                  info.entry_point ? info.entry_point : "correlate2d",
                                  info.note ? info.note() : std::string(),
                                  info.complex_native, info.takes_factors,
-                                 info.translation_invariant));
+                                 info.translation_invariant,
+                                 info.exact_note ? info.exact_note : ""));
     }
     return rows;
   });
+  m.def(
+      "translation_period",
+      [](const std::string& method, const std::string& precision, int kh, int kw,
+         bool complex_data) {
+        return translation_period(find_method(method), parse_precision(precision), kh, kw,
+                                  complex_data);
+      },
+      "(rows, columns) whose multiples a tile-exact method's bits hold under translations by.",
+      py::arg("method"), py::arg("precision"), py::arg("kh"), py::arg("kw"),
+      py::arg("complex_data") = false);
 
   m.def("plan_options", [] {
     py::list rows;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "factories.hpp"
+#include "naive_fixed_rule.hpp"
 
 namespace tc {
 
@@ -21,6 +22,12 @@ std::string fir_ki_note() {
   return "layout 16x16x16; options={'fir.layout': '32x8x16'} (or method='fir_ki_32x8') for 32x8x16";
 }
 std::string fir_ki_32x8_note() { return "layout 32x8x16; method='fir_ki' for 16x16x16"; }
+// naive_shmem's fixed fp32 variant pairs output rows for Winograd at k = 9 and 15 (complex data
+// too: it runs as real correlations of the parts).
+std::pair<int, int> naive_shmem_period(Precision p, int kh, int kw, bool /*complex_data*/) {
+  const bool wino = p == P::fp32 && kh == kw && naive_fixed_winograd(kh);
+  return {wino ? 2 : 1, 1};
+}
 }
 
 // The one table. Order matters only for listing; "auto" ranks methods in Python (_api.py).
@@ -53,7 +60,8 @@ const std::vector<MethodInfo>& registry() {
        "register sliding window; any kernel size (im2tensor paper's \"naive + shmem\"); fp32 "
        "odd square kernels of 3..17 taps with the shape compiled in",
        nullptr, nullptr, /*complex_native=*/false, /*takes_factors=*/false,
-       /*translation_invariant=*/true},
+       /*translation_invariant=*/true, &naive_shmem_period,
+       "even row translations at fp32 9x9, 15x15: Winograd row pairs"},
       {"separable", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
        TC_CUDA_FACTORY(make_separable_plan),
        "CUDA row + column passes in shared memory (Podlozhnyuk); rank-r kernels as r passes "
@@ -151,6 +159,12 @@ const MethodInfo& find_method(const std::string& name) {
     names += m.name;
   }
   throw ValueError("unknown method '" + name + "'; valid methods: auto, " + names);
+}
+
+std::pair<int, int> translation_period(const MethodInfo& m, Precision p, int kh, int kw,
+                                       bool complex_data) {
+  return m.translation_period ? m.translation_period(p, kh, kw, complex_data)
+                              : std::pair<int, int>{1, 1};
 }
 
 bool supports(const MethodInfo& m, Precision p) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan_options.hpp"
@@ -139,10 +140,18 @@ struct MethodInfo {
   // image, so a tile of the image (tensorconv.dask's chunks) gives the one-call result bit for
   // bit. False where the summation depends on position (transforms, tensor-core tiles, atomics).
   bool translation_invariant = false;
+  // For a translation_invariant method: the (rows, columns) whose multiples its bits hold under
+  // for this precision and kernel shape; nullptr: (1, 1), any translation. exact_note says when
+  // it is not (1, 1), for methods().
+  std::pair<int, int> (*translation_period)(Precision, int kh, int kw, bool complex_data) = nullptr;
+  const char* exact_note = nullptr;
 };
 
 const std::vector<MethodInfo>& registry();
 const MethodInfo& find_method(const std::string& name);  // ValueError listing the names
+// (1, 1) unless the method's translation_period says otherwise.
+std::pair<int, int> translation_period(const MethodInfo& m, Precision p, int kh, int kw,
+                                       bool complex_data);
 std::string unavailable_reason(const MethodInfo& m);     // "" when it can run here
 bool supports(const MethodInfo& m, Precision p);
 

@@ -29,6 +29,7 @@
 #include <memory>
 #include <utility>
 
+#include "../core/naive_fixed_rule.hpp"
 #include "../core/registry.hpp"
 #include "async_copy.cuh"
 #include "common.cuh"
@@ -36,7 +37,6 @@
 namespace tc {
 namespace cuda {
 
-constexpr int kNaiveFixedMaxTaps = 17;  // beyond, fft (rows) is the faster fp32 method
 // Whether a naive_shmem plan takes this variant (naive_shmem.fixed: None where it fits; True
 // refuses a plan it does not fit, naming why; False never), and its factory (naive_fixed.cu).
 bool naive_fixed_applies(const PlanRequest& r);
@@ -112,13 +112,14 @@ inline void fill_taps(Taps<K, W>& t, const double* kernel, bool& wino_ok) {
 // four transformed tap rows (Taps::g): 4 K products for 2 K outputs instead of 6 K, plus ~4
 // additions per input value. Each group's sums go to the two outputs at once (the kernel's
 // `wino`), so the sums stay short: mean relative error 5.0-5.8e-6 % against 4.3-4.7e-6 % direct
-// (H100, 4096^2; the goal of issue #17 is 1e-5 %). Kernel ms, H100 (results/
-// naive_fixed_harness_h100.txt, run 27): k = 15 4096^2 0.166 -> 0.146, 16384^2 2.38 -> 2.09;
-// k = 9 0.080 -> 0.077, 1.039 -> 1.000. A step whose Winograd outputs are not all finite (a
-// NaN/inf input, or an overflow) is redone direct, so NaN/inf follow scipy.
+// (H100, 4096^2; fp32's bound is 1e-5 %). Kernel ms, H100: k = 15 4096^2 0.166 -> 0.146,
+// 16384^2 2.38 -> 2.09; k = 9 0.080 -> 0.077, 1.039 -> 1.000. A column pair whose Winograd
+// outputs are not both finite (a NaN/inf input, or an overflow) is redone direct, so NaN/inf
+// follow scipy. Pairs are rows 2i, 2i + 1 of the plan's output: the bits hold under even row
+// translations (the registry's translation_period), which tensorconv.dask's chunks keep.
 template <int K, int R_ = 2, bool LOOP_ = (K >= 9), int TX_ = (LOOP_ ? 8 : 16),
           int TY_ = (LOOP_ ? 32 : 8), int RC_ = (K >= 17 ? 2 : 3),
-          bool WINO_ = (K % 3 == 0 && R_ == 2 && LOOP_)>
+          bool WINO_ = (naive_fixed_winograd(K) && R_ == 2 && LOOP_)>
 struct Geo {
   static constexpr bool LOOP = LOOP_;
   static constexpr bool WINO = WINO_;
@@ -162,6 +163,30 @@ inline int launch_grid(Args& a, std::int64_t batch, int ctas, int map = -1) {
     }
   }
   return static_cast<int>(std::min<std::int64_t>(a.work, ctas));
+}
+
+// One output of the direct sum from the staged rows (sb: the thread's window, as in the kernel),
+// in the direct body's order: runs of RC kernel rows chained, the runs added. Not inlined: only
+// Winograd column pairs with a non-finite output take it.
+template <int K, class G>
+__device__ __noinline__ float direct_one(const float* sb, const float* k, int r, int c) {
+  constexpr int KP = Taps<K, G::WINO>::KP;
+  static_assert(K % G::RC == 0, "whole runs");
+  float acc = 0.f;
+  for (int u0 = 0; u0 < K; u0 += G::RC) {
+    float s = 0.f;
+    for (int d = 0; d < G::RC; ++d) {
+      const float* row = sb + (r + u0 + d) * G::PW;
+      const float* w = k + (u0 + d) * KP;
+      for (int v = 0; v < K; ++v) {
+        const int i = c + v;
+        const float x = row[i + 4 * (i / G::C)];
+        s = (d == 0 && v == 0) ? x * w[0] : fmaf(x, w[v], s);
+      }
+    }
+    acc += s;
+  }
+  return acc;
 }
 
 // VEC: image rows 16-byte aligned, staged by cp.async; else through registers. A template
@@ -379,26 +404,23 @@ __global__ void __launch_bounds__(G::NT, G::MINB)
     };
     if (active) body(direct);
     if constexpr (G::WINO) {
-      // A NaN/inf in a thread's window, or a Winograd sum that overflowed, leaves a non-finite
-      // output (NaN/inf pass through every FFMA); the CTA then redoes the step direct, whose
-      // NaN/inf follow scipy (Winograd's would not: r1 + r2 and r2 - r1 turn one inf into
-      // inf - inf in the pair's other output). The input buffer is still intact here.
-      bool bad = false;
+      // A NaN/inf in a column pair's window, or a Winograd sum that overflowed, leaves one of
+      // its two outputs non-finite (NaN/inf pass through every FFMA); that pair alone is redone
+      // direct, whose NaN/inf follow scipy (Winograd's would not: r1 + r2 and r2 - r1 turn one
+      // inf into inf - inf in the pair's other output). Per pair, not per thread or step, so
+      // the outputs do not depend on where the pair sits in the step (even row translations
+      // keep every bit, tensorconv.dask's chunks among them). The input buffer is intact here.
       if (active && !direct) {
-        float s = 0.f;
 #pragma unroll
-        for (int r = 0; r < G::R; ++r)
+        for (int c = 0; c < G::C; ++c) {
+          if (!(fabsf(acc[0][c]) <= FLT_MAX && fabsf(acc[1][c]) <= FLT_MAX)) {  // NaN: false
 #pragma unroll
-          for (int c = 0; c < G::C; ++c) s += acc[r][c];
-        bad = !(fabsf(s) <= FLT_MAX);  // false also for NaN
+            for (int r = 0; r < G::R; ++r) acc[r][c] = direct_one<K, G>(sb, t.k, r, c);
+          }
+        }
       }
-      if (__syncthreads_or(bad)) {
-        if (active) body(true);
-        __syncthreads();
-      }
-    } else {
-      __syncthreads();  // this step's input is consumed: its buffer takes the outputs
     }
+    __syncthreads();  // this step's input is consumed: its buffer takes the outputs
     if (active) {
 #pragma unroll
       for (int r = 0; r < G::R; ++r)

@@ -26,6 +26,9 @@ class MethodInfo(NamedTuple):
     complex_native: bool
     takes_factors: bool
     translation_invariant: bool
+    exact_note: str
+    def translation_period(self, precision: str, kh: int, kw: int,
+                           complex_data: bool = ...) -> Tuple[int, int]: ...
 
 def methods() -> list[MethodInfo]: ...
 def methods_table() -> str: ...

@@ -7,7 +7,8 @@ with the boundary's rule, then a valid correlation. Here the padding is done on 
 itself plus the halo its kernel needs, taken from its neighbours by ``map_overlap``
 (asymmetric: ``before + after = k - 1`` per axis). Methods whose registry row says
 ``translation_invariant`` (direct, naive, naive_shmem: every output the same arithmetic
-wherever it sits) then give the one-call result bit for bit; others (FFTs, tensor-core tiles)
+wherever it sits, or wherever it sits on its translation period: chunk boundaries are moved onto
+it) then give the one-call result bit for bit; others (FFTs, tensor-core tiles)
 give it within their accuracy bounds. ``method='auto'`` resolves once for the whole image and
 keeps to those methods.
 
@@ -53,7 +54,9 @@ _EXACT_DEFAULT = {"cpu": "direct", "cuda": "naive_shmem"}
 
 def exact_methods() -> list:
     """Names of the methods whose chunked result equals the one-call result bit for bit (their
-    registry rows say translation_invariant)."""
+    registry rows say translation_invariant; where a method's bits hold only under translations
+    by a multiple of its ``translation_period``, e.g. naive_shmem's Winograd rows at fp32 9x9 and
+    15x15, the chunk boundaries are moved onto that period)."""
     return [m.name for m in _methods() if m.translation_invariant and m.entry == "correlate2d"]
 
 
@@ -82,6 +85,31 @@ def _resolve_method(method, precision: str, on_device: bool, kernel64, shape) ->
     if rows[fallback].available and precision in rows[fallback].precisions:
         return fallback
     return m
+
+
+def _aligned(chunks, period: int, offset: int = 0) -> tuple:
+    """Chunks along one axis whose boundaries b are moved down to the nearest b with
+    (b + offset) % period == 0 (chunks left empty vanish): a method whose bits hold only under
+    translations by multiples of `period` (its registry translation_period) then computes every
+    output chunk as the one call does."""
+    if period <= 1 or len(chunks) == 1:
+        return tuple(chunks)
+    ends = np.cumsum(chunks)
+    cuts = [int(b - (b + offset) % period) for b in ends[:-1]]
+    out, start = [], 0
+    for b in cuts + [int(ends[-1])]:
+        if b > start:
+            out.append(b - start)
+            start = b
+    return tuple(out)
+
+
+def _period(method: str, precision: str, kernel) -> tuple:
+    """The (rows, columns) translation period of a tile-exact method for this kernel."""
+    row = {m.name: m for m in _methods()}.get(method)
+    if row is None or not row.translation_invariant:
+        return (1, 1)
+    return row.translation_period(precision, int(kernel.shape[0]), int(kernel.shape[1]))
 
 
 def _safe_chunks(chunks, need: int) -> tuple:
@@ -361,7 +389,7 @@ def _last_positive(chunks, delta: int) -> tuple:
 
 
 def _gathered(xs, kernel, mode_pads, bnd, fill, method, precision, convolve, out_dtype,
-              res_dtype, storage, meta):
+              res_dtype, storage, meta, period=(1, 1)):
     """The dask graph of the gather path: one task per output chunk, its inputs the blocks it
     reads, or where it reads part of a block (a halo), a task slicing that part: a neighbour
     on another worker then sends its halo strip, not its whole block."""
@@ -371,9 +399,10 @@ def _gathered(xs, kernel, mode_pads, bnd, fill, method, precision, convolve, out
     kh, kw = int(kernel.shape[0]), int(kernel.shape[1])
     (pt, pb), (pl, pr) = mode_pads
     axes = []
-    for n, (before, after), k, chunks in ((xs.shape[0], (pt, pb), kh, xs.chunks[0]),
-                                         (xs.shape[1], (pl, pr), kw, xs.chunks[1])):
-        oc = _last_positive(chunks, before + after - (k - 1))
+    for n, (before, after), k, chunks, per in (
+            (xs.shape[0], (pt, pb), kh, xs.chunks[0], period[0]),
+            (xs.shape[1], (pl, pr), kw, xs.chunks[1], period[1])):
+        oc = _aligned(_last_positive(chunks, before + after - (k - 1)), per)
         starts = np.cumsum((0,) + oc)
         axes.append((oc, [_Axis(n, before, after, bnd, chunks, int(starts[i]), c + k - 1)
                           for i, c in enumerate(oc)]))
@@ -457,6 +486,7 @@ def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool
     k64 = kb.to_host_float64(kernel.real if kb.dtype_kind(kernel) == "c" else kernel)
     (pt, pb), (pl, pr) = _pads(mode, kh, kw, convolve)
     method = _resolve_method(method, precision, on_device, k64, (ih + pt + pb, iw + pl + pr))
+    period = _period(method, precision, kernel)
     if isinstance(fill, complex) and xk != "c":
         storage = _COMPLEX_STORAGE[precision]  # a real image padded with a complex fill
 
@@ -477,14 +507,18 @@ def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool
         if _is_cupy(kernel):
             kernel = kernel.get()
         return _gathered(xs, kernel, ((pt, pb), (pl, pr)), bnd, fill, method, precision,
-                         convolve, out_dtype, res_dtype, storage, meta)
+                         convolve, out_dtype, res_dtype, storage, meta, period)
     # halo split per axis (before + after = k - 1) so 'same' output chunks are the input's
     depth_r = (min(pt, kh - 1), kh - 1 - min(pt, kh - 1))
     depth_c = (min(pl, kw - 1), kw - 1 - min(pl, kw - 1))
-    # every chunk must hold its neighbours' halos and leave at least one output row/column
+    # every chunk must hold its neighbours' halos and leave at least one output row/column; an
+    # output chunk after the first starts at its input chunk's start + pt - depth before, which
+    # the method's translation period aligns
     chunks = list(xs.chunks)
-    chunks[ax] = _safe_chunks(chunks[ax], max(kh - 1, depth_r[1] + 1 - pb, 1))
-    chunks[ax + 1] = _safe_chunks(chunks[ax + 1], max(kw - 1, depth_c[1] + 1 - pr, 1))
+    chunks[ax] = _safe_chunks(_aligned(chunks[ax], period[0], pt - depth_r[0]),
+                              max(kh - 1, depth_r[1] + 1 - pb, 1))
+    chunks[ax + 1] = _safe_chunks(_aligned(chunks[ax + 1], period[1], pl - depth_c[0]),
+                                  max(kw - 1, depth_c[1] + 1 - pr, 1))
     if tuple(chunks) != xs.chunks:
         xs = xs.rechunk(tuple(chunks))
     xp_ = _pad_axis(xs, ax, pt, pb, bnd, fill)

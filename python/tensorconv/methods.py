@@ -20,6 +20,24 @@ class MethodInfo(NamedTuple):
     takes_factors: bool = False  # its plan takes the kernel's rank factors (_factors.py)
     # same arithmetic for every output wherever it sits: tiles (tensorconv.dask) match one call
     translation_invariant: bool = False
+    # when the bits hold only under translations by multiples of a period (translation_period)
+    exact_note: str = ""
+
+    def translation_period(self, precision: str, kh: int, kw: int,
+                           complex_data: bool = False) -> tuple:
+        """(rows, columns): translations of the image by multiples of these give this method's
+        outputs bit for bit, for that precision and kernel shape ((1, 1): any translation).
+        Meaningful for ``translation_invariant`` methods only.
+
+        >>> import tensorconv as tc
+        >>> rows = {m.name: m for m in tc.methods()}
+        >>> rows["direct"].translation_period("fp64", 5, 5)
+        (1, 1)
+        >>> rows["naive_shmem"].translation_period("fp32", 15, 15)  # Winograd pairs rows
+        (2, 1)
+        """
+        return tuple(_core.translation_period(self.name, precision, int(kh), int(kw),
+                                              bool(complex_data)))
 
 
 def methods() -> list[MethodInfo]:
@@ -47,5 +65,7 @@ def methods_table() -> str:
         precs = ", ".join(m.precisions) if m.precisions else f"uint8, via {m.entry}"
         cplx = takes_complex(m) or "no"
         exact = "yes" if m.translation_invariant else ("no" if m.entry == "correlate2d" else "-")
+        if m.translation_invariant and m.exact_note:
+            exact += f" ({m.exact_note})"
         lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {exact} | {avail} |")
     return "\n".join(lines)
