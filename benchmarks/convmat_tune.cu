@@ -1,4 +1,4 @@
-// Standalone harness for convmat / convmat_rows (csrc/cuda/paplinski/convmat_gemm.cuh,
+// Standalone harness for convmat / convmat_rows (csrc/cuda/methods/paplinski/convmat_gemm.cuh,
 // convmat_rows_gemm.cuh): times the kernels' template variants (staged columns / strip rows per
 // K stage, the first staging vs the batched one) at 4096² per precision (median of 20, CUDA
 // events, data on the device), a copy kernel reading the image and writing an output of the same
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/paplinski/convmat_gemm.cuh"
-#include "cuda/paplinski/convmat_rows_gemm.cuh"
+#include "cuda/methods/paplinski/convmat_gemm.cuh"
+#include "cuda/methods/paplinski/convmat_rows_gemm.cuh"
 #include "harness.cuh"
 
 using namespace tc::cuda;

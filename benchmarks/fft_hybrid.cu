@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/fft_rows.cuh"
+#include "cuda/methods/fft/fft_rows.cuh"
 #include "harness.cuh"
 
 using namespace tc::cuda;

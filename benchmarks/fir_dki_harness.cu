@@ -1,4 +1,4 @@
-// Standalone harness for fir_dki's kernels (csrc/cuda/fir/fir_dki.cu, included for its kernels
+// Standalone harness for fir_dki's kernels (csrc/cuda/methods/fir/fir_dki.cu, included for its kernels
 // alone): checks every output of odd shapes (one kernel block, k <= 64) per precision against a
 // float64 correlation of the rounded inputs on the host, and times Kondo's 4096^2 setting
 // (Gaussian sigma = r/2 as a general 2-D kernel, data on the device, CUDA events, 3 warm-ups,
@@ -14,7 +14,7 @@
 #include <vector>
 
 #define TC_FIR_DKI_KERNELS_ONLY
-#include "cuda/fir/fir_dki.cu"
+#include "cuda/methods/fir/fir_dki.cu"
 #include "harness.cuh"
 
 using namespace tc;

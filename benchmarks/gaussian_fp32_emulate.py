@@ -1,10 +1,10 @@
 """CPU emulation of filters.gaussian's fp32 GPU arithmetic on USC-SIPI images against
 scipy.ndimage.gaussian_filter in float64 (MAPE, %), per path 'auto' takes on a CUDA array:
 
-  fused    (2r + 1 <= 23 taps, csrc/cuda/filters/separable_boundary*.cu): axis 0 then axis 1, each
+  fused    (2r + 1 <= 23 taps, csrc/cuda/methods/filters/separable_boundary*.cu): axis 0 then axis 1, each
            output one fp32 FMA per tap in tap order from 0 (every kernel variant: bit-identical),
            weights rounded to fp32 once, the intermediate rounded to fp32;
-  separable (beyond 23 taps: the registry's `separable` plan, csrc/cuda/separable/): the kernel's
+  separable (beyond 23 taps: the registry's `separable` plan, csrc/cuda/methods/separable/): the kernel's
            SVD factors (python/tensorconv/_factors.py) in fp32, the row pass one fp32 FMA per
            tap, T rounded to fp32, the column pass on fp64 MMAs from 25 taps (exact products,
            fp64 sums, one rounding);

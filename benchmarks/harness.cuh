@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/common.cuh"
+#include "cuda/runtime/common.cuh"
 
 namespace tc {
 namespace cuda {

@@ -3,7 +3,7 @@
 // fresh output (page faults + zeroing), transparent huge pages, cudaHostRegister / cudaHostAlloc,
 // pinned H2D / D2H alone and together, and the staging pipeline as a whole (bands of 8 MB through
 // a ring of 3 pinned slots) with its output written by threads or by the card directly. The
-// threads are the package's staging team (csrc/cuda/staging_team.hpp). No package build:
+// threads are the package's staging team (csrc/cuda/runtime/staging_team.hpp). No package build:
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o host_probe benchmarks/host_probe.cu && ./host_probe
 // Prints one line per measurement: name, median ms of 7 runs, GB/s of 64 MB.
 #include <cuda_runtime.h>
@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "../csrc/cuda/staging_team.hpp"
+#include "cuda/runtime/staging_team.hpp"
 
 #define CK(x)                                                                  \
   do {                                                                         \
@@ -39,7 +39,7 @@ static double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-using tc::Team;  // the staging team of host_pipeline.cu (csrc/cuda/staging_team.hpp)
+using tc::Team;  // the staging team of host_pipeline.cu (csrc/cuda/runtime/staging_team.hpp)
 
 constexpr size_t N = size_t{64} << 20;
 

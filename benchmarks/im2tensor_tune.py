@@ -1,6 +1,6 @@
 """Sweep the P_block width Wc and depth dB (plan options im2tensor.wc / .db) for one variant
 and precision on 4096x4096, printing the median ms per (k, Wc, dB). Used to pick the defaults
-in csrc/cuda/im2tensor/im2tensor.cuh.
+in csrc/cuda/methods/im2tensor/im2tensor.cuh.
 Usage: python benchmarks/im2tensor_tune.py [variant] [precision] [k,k,...]
        python benchmarks/im2tensor_tune.py --mma [variant] [precision] [k,k,...]
 --mma: the mma.sync path: dB x 128-column passes per CTA (im2tensor.db / im2tensor.passes)."""

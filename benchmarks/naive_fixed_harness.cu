@@ -1,4 +1,4 @@
-// Harness for csrc/cuda/naive_fixed.cuh (naive_shmem's fp32 variant with the kernel's shape
+// Harness for csrc/cuda/methods/naive/naive_fixed.cuh (naive_shmem's fp32 variant with the kernel's shape
 // compiled in) at 4096^2, U[0, 1) image and kernel, median of 20 with CUDA events, against a
 // float64 direct sum on 2000 sampled outputs (the last rows and columns among them): mean,
 // median and largest relative error in %. Logs: results/naive_fixed_harness_h100.txt.
@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/naive_fixed.cuh"
+#include "cuda/methods/naive/naive_fixed.cuh"
 #include "harness.cuh"
 
 using namespace tc::cuda;

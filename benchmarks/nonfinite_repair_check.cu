@@ -1,11 +1,11 @@
-// Standalone check and timing of NonfiniteRepair (csrc/cuda/nonfinite.*) without the package
+// Standalone check and timing of NonfiniteRepair (csrc/cuda/runtime/nonfinite.*) without the package
 // build: an output whose window holds NaN/±inf, plus a halo around it made NaN as a tensor-core
 // method's zero padding would, is repaired and compared with a float64 host reference (NaN and
 // inf masks, inf signs, finite values), for float16/32/64 storage; then the repair of a 4096²
 // float output with three planted pixels is timed (CUDA events, median of 20; argument "check":
 // no timing, e.g. under compute-sanitizer).
 //   nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc benchmarks/nonfinite_repair_check.cu \
-//        csrc/cuda/nonfinite.cu csrc/cuda/common.cu csrc/core/types.cpp -o nonfinite_repair_check
+//        csrc/cuda/runtime/nonfinite.cu csrc/cuda/runtime/common.cu csrc/core/types.cpp -o nonfinite_repair_check
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/nonfinite.cuh"
+#include "cuda/runtime/nonfinite.cuh"
 
 using namespace tc;
 

@@ -1,5 +1,5 @@
 // Standalone check and timing of the fused separable filter with boundary modes
-// (csrc/cuda/filters/separable_boundary*.cu) and of its kernel variants
+// (csrc/cuda/methods/filters/separable_boundary*.cu) and of its kernel variants
 // (SeparableBoundaryArgs::variant) without the package build:
 //  1. correctness: random images and weights, every mode pair, float32/float64, odd / tiny / 1 x N
 //     shapes, forced tile heights, planted inf, against a float64 host model of scipy.ndimage's
@@ -12,8 +12,8 @@
 //     floor); then the fastest per radius and the default table to paste into
 //     separable_boundary.cu (kDefaultF32).
 //   nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc --expt-relaxed-constexpr \
-//        benchmarks/separable_boundary_check.cu csrc/cuda/filters/separable_boundary.cu \
-//        csrc/cuda/filters/separable_boundary_fixed.cu -o separable_boundary_check
+//        benchmarks/separable_boundary_check.cu csrc/cuda/methods/filters/separable_boundary.cu \
+//        csrc/cuda/methods/filters/separable_boundary_fixed.cu -o separable_boundary_check
 //   ./separable_boundary_check [check]      (check: correctness only)
 //   ./separable_boundary_check one R V TH [R V TH ...]   (one launch per triple at 4096^2:
 //                                            radius R, variant V, tile rows TH; for a profiler)
@@ -36,11 +36,11 @@
 #include <map>
 #include <vector>
 
-#include "cuda/filters/separable_boundary.hpp"
+#include "cuda/methods/filters/separable_boundary.hpp"
 
 using namespace tc;
 
-// csrc/cuda/common.cu's definition needs the whole plan machinery; the harness only reports.
+// csrc/cuda/runtime/common.cu's definition needs the whole plan machinery; the harness only reports.
 namespace tc { namespace cuda {
 void throw_cuda(cudaError_t e, const char* what, const char* file, int line) {
   std::printf("CUDA error %s: %s at %s:%d\n", cudaGetErrorString(e), what, file, line);
@@ -507,7 +507,7 @@ int main(int argc, char** argv) {
   }
   // The table for separable_boundary.cu (index r = 0..11; radii not timed take the nearest
   // timed radius's choice; r = 0 stays generic).
-  std::printf("default table (paste as kDefaultF32 in csrc/cuda/filters/separable_boundary.cu):\n  {{1, 0}");
+  std::printf("default table (paste as kDefaultF32 in csrc/cuda/methods/filters/separable_boundary.cu):\n  {{1, 0}");
   for (int r = 1; r <= 11; ++r) {
     Best b = best_per_r[0].second;
     int dist = 99;

@@ -1,5 +1,5 @@
 """CPU emulation of the index logic of the fixed-tap fused separable kernels
-(csrc/cuda/filters/separable_boundary_fixed.cu), for checking them without a GPU.
+(csrc/cuda/methods/filters/separable_boundary_fixed.cu), for checking them without a GPU.
 
 It replays, per tile and line by line, what the kernel addresses: the staging of stage() in
 separable_boundary.cuh (boundary modes as index maps), the axis-0 pass (R0 rows x V0 columns per

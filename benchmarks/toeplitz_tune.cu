@@ -1,4 +1,4 @@
-// Standalone tuning harness for toeplitz_tc (csrc/cuda/paplinski/toeplitz_tc.cuh): times the
+// Standalone tuning harness for toeplitz_tc (csrc/cuda/methods/paplinski/toeplitz_tc.cuh): times the
 // kernel's CTA geometries per precision at 4096^2 (median of 20, CUDA events, data on the
 // device) and checks every output of a few odd shapes, and NaN/inf locality, against a float64
 // direct correlation on the host — without building the package (the device build takes ~100 s).
@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cuda/paplinski/toeplitz_tc.cuh"
+#include "cuda/methods/paplinski/toeplitz_tc.cuh"
 #include "harness.cuh"
 
 using namespace tc;

@@ -12,8 +12,8 @@ set -u
 OUT=${OUT:-/tmp/gauss2_out}
 mkdir -p "$OUT"
 BIN=benchmarks/separable_boundary_check.bin
-SRCS="benchmarks/separable_boundary_check.cu csrc/cuda/filters/separable_boundary.cu csrc/cuda/filters/separable_boundary_fixed.cu"
-DEPS="$SRCS csrc/cuda/filters/separable_boundary.cuh csrc/cuda/filters/separable_boundary.hpp csrc/cuda/common.cuh csrc/cuda/sliding.cuh csrc/cuda/precision.cuh"
+SRCS="benchmarks/separable_boundary_check.cu csrc/cuda/methods/filters/separable_boundary.cu csrc/cuda/methods/filters/separable_boundary_fixed.cu"
+DEPS="$SRCS csrc/cuda/methods/filters/separable_boundary.cuh csrc/cuda/methods/filters/separable_boundary.hpp csrc/cuda/runtime/common.cuh csrc/cuda/runtime/sliding.cuh csrc/cuda/runtime/precision.cuh"
 t0=$(date +%s)
 if [ ! -x "$BIN" ] || [ -n "$(find $DEPS -newer "$BIN" 2>/dev/null)" ]; then
   NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}

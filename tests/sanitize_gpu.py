@@ -97,7 +97,7 @@ def main():
                 rng.standard_normal((3, 4)), two)
     ok &= check("fft", "fp32", rng.standard_normal((64, 60)), rng.standard_normal((3, 3)))
     ok &= check("fft", "fp64", rng.standard_normal((48, 50)), rng.standard_normal((3, 3)))
-    # Kondo FIR (csrc/cuda/fir/): every method x precision on one tile, several tiles across CTA
+    # Kondo FIR (csrc/cuda/methods/fir/): every method x precision on one tile, several tiles across CTA
     # edges, and a kernel split into 64x64 blocks (float workspace: first, middle, last launch).
     for name in ("fir_kl", "fir_ki", "fir_ki_32x8", "fir_dki"):
         for p in rows[name].precisions:
@@ -108,7 +108,7 @@ def main():
 
 
 def nonfinite(rng, ok=True):
-    """NaN/inf repair (csrc/cuda/nonfinite.*): flagged epilogues (im2tensor_fused's mma path,
+    """NaN/inf repair (csrc/cuda/runtime/nonfinite.*): flagged epilogues (im2tensor_fused's mma path,
     fir, separable's terms), the unflagged full test (im2tensor's Tr+ pass, cublas) and fft's
     staged zeros with their windows marked (run_windows)."""
     img = rng.random((90, 150))
