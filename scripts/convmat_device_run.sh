@@ -17,7 +17,7 @@ stage ${T_SAN:-60} sanitize compute-sanitizer --tool memcheck --error-exitcode 3
 tail -2 "$OUT/sanitize.txt" >> "$OUT/summary.txt"
 if [ -n "${NCU:-}" ]; then
   stage 60 ncu ncu --kernel-name "regex:convmat(_rows)?_kernel" --launch-count 4 --section SpeedOfLight \
-    --section Occupancy --section ComputeWorkloadAnalysis python3 benchmarks/convmat_ncu.py
+    --section Occupancy --section ComputeWorkloadAnalysis python3 benchmarks/harness/convmat_ncu.py
 fi
 if [ -n "${ACC:-}" ]; then
   stage ${T_ACC:-150} accuracy env TENSORCONV_REPORT_DIR="$OUT/acc" python3 -m pytest -q \

@@ -28,6 +28,6 @@ sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,\
 sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,\
 smsp__issue_active.avg.pct_of_peak_sustained_active,\
 smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
-  python3 benchmarks/ncu_bilateral.py "${NCU_SIZE:-1024}" "${NCU_R:-7}" > "$OUT/ncu.txt" 2>&1
+  python3 benchmarks/harness/ncu_bilateral.py "${NCU_SIZE:-1024}" "${NCU_R:-7}" > "$OUT/ncu.txt" 2>&1
 grep -E "bilateral_|pct|duration|inst_executed.sum" "$OUT/ncu.txt" | head -40
 echo "ncu $(( $(date +%s) - t0 )) s"

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # One device run of the fused separable filter's variant table (issue #15, helper gauss2): the
-# standalone harness benchmarks/separable_boundary_check.cu checks every kernel variant against
+# standalone harness benchmarks/harness/separable_boundary_check.cu checks every kernel variant against
 # the float64 model of scipy and times each variant x tile height at 4096^2 fp32, sigma = r/2,
 # r = 1, 2, 3, 5, 7, 9, 11, beside a D2D copy. No package build. From the worktree root:
 #   OUT=$OUT bash scripts/gauss2_variants.sh
 # Uses benchmarks/separable_boundary_check.bin when it is newer than every source (built on the
 # dev machine with the command below, carried), else compiles (~45 s on the device's cores).
 # SEPB_VARIANTS=0,1,3,5 (say) times only those variants; SEPB_USC=benchmarks/usc3_gauss.bin
-# (benchmarks/gaussian_usc_dump.py) adds the USC-SIPI fp32 MAPE per radius (gauss3).
+# (benchmarks/harness/gaussian_usc_dump.py) adds the USC-SIPI fp32 MAPE per radius (gauss3).
 set -u
 OUT=${OUT:-/tmp/gauss2_out}
 mkdir -p "$OUT"
 BIN=benchmarks/separable_boundary_check.bin
-SRCS="benchmarks/separable_boundary_check.cu csrc/cuda/methods/filters/separable_boundary.cu csrc/cuda/methods/filters/separable_boundary_fixed.cu"
+SRCS="benchmarks/harness/separable_boundary_check.cu csrc/cuda/methods/filters/separable_boundary.cu csrc/cuda/methods/filters/separable_boundary_fixed.cu"
 DEPS="$SRCS csrc/cuda/methods/filters/separable_boundary.cuh csrc/cuda/methods/filters/separable_boundary.hpp csrc/cuda/runtime/common.cuh csrc/cuda/runtime/sliding.cuh csrc/cuda/runtime/precision.cuh"
 t0=$(date +%s)
 if [ ! -x "$BIN" ] || [ -n "$(find $DEPS -newer "$BIN" 2>/dev/null)" ]; then

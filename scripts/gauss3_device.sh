@@ -3,7 +3,7 @@
 # every variant's correctness against the float64 model, the USC-SIPI fp32 MAPE of the default
 # per radius, 4096^2 timings of the default and its rivals (bit-compared with the generic
 # kernel), then ncu of the r = 11 default (v10: one block per tile, 64 rows) and of r = 5 (v3).
-# From the worktree root (benchmarks/usc3_gauss.bin: python benchmarks/gaussian_usc_dump.py):
+# From the worktree root (benchmarks/usc3_gauss.bin: python benchmarks/harness/gaussian_usc_dump.py):
 #   OUT=$OUT bash scripts/gauss3_device.sh
 set -u
 OUT=${OUT:-/tmp/gauss3_out}

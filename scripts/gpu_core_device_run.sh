@@ -37,19 +37,19 @@ for ph in $PHASES; do
     ncu)
       timeout ${NCU_S:-90} ncu --section SpeedOfLight --section WarpStateStats \
         --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis \
-        -c 3 -k regex:"shmem_kernel|row_pass|column_pass" python3 benchmarks/ncu_gpu_core.py \
+        -c 3 -k regex:"shmem_kernel|row_pass|column_pass" python3 benchmarks/harness/ncu_gpu_core.py \
         > "$OUT/ncu.txt" 2>&1
       echo "ncu rc=$? ($(( $(date +%s) - t0 )) s)" ;;
     ncu_mix)  # instruction mix of separable's fused pass (fp32 Gaussian k=55 and k=3)
       timeout ${NCU_S:-120} ncu --metrics sass__inst_executed_per_opcode,gpu__time_duration.sum,smsp__issue_active.avg.pct_of_peak_sustained_active \
-        --print-metric-instances details -k regex:fused_pass -c 2 python3 benchmarks/ncu_gpu_core.py \
+        --print-metric-instances details -k regex:fused_pass -c 2 python3 benchmarks/harness/ncu_gpu_core.py \
         > "$OUT/ncu_mix.txt" 2>&1
       echo "ncu_mix rc=$? ($(( $(date +%s) - t0 )) s)" ;;
     ncu_sep)  # separable's fused pass, fp32 Gaussian k=55: where the time goes
       timeout ${NCU_S:-120} ncu --section SpeedOfLight --section WarpStateStats \
         --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats \
         --metrics sass__inst_executed_per_opcode,smsp__issue_active.avg.pct_of_peak_sustained_active,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
-        -k regex:fused_pass -c 1 python3 benchmarks/ncu_gpu_core.py > "$OUT/ncu_sep.txt" 2>&1
+        -k regex:fused_pass -c 1 python3 benchmarks/harness/ncu_gpu_core.py > "$OUT/ncu_sep.txt" 2>&1
       echo "ncu_sep rc=$? ($(( $(date +%s) - t0 )) s)" ;;
     bench)
       timeout ${BENCH_S:-240} tensorconv-bench --preset gpu-core --no-progress --out "$OUT/bench" \

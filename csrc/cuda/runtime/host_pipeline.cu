@@ -8,7 +8,7 @@
 // the team first. Pageable memory never reaches the driver, whose own staging of pageable copies
 // is single-threaded and synchronous.
 //
-// Measured on the H100 host (16 cores, benchmarks/host_probe.cu, 64 MB): memcpy pageable ->
+// Measured on the H100 host (16 cores, benchmarks/harness/host_probe.cu, 64 MB): memcpy pageable ->
 // pinned 6.8 GB/s on one thread, 68 GB/s on 16; writing a fresh (never touched) 64 MB output
 // 1.6 GB/s on one thread (page faults and zeroing: 40 ms, 18 ms with huge pages), 18-25 GB/s on
 // 16; cudaHostAlloc of 64 MB 29 ms. The work-sharing pool of the CPU methods (parallel.hpp)

@@ -1,5 +1,5 @@
 // A team of persistent threads for the staging copies of host arrays (host_pipeline.cu; also
-// benchmarks/host_probe.cu, which measured why: the CPU methods' work-sharing pool ran these
+// benchmarks/harness/host_probe.cu, which measured why: the CPU methods' work-sharing pool ran these
 // copies on one thread after any stall). Plain C++, no CUDA.
 #pragma once
 #include <atomic>

@@ -297,7 +297,7 @@ def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
             # The kernel is rank 1 by construction: on a GPU the `separable` plan, whatever the
             # cost model ranks first (it picks cuFFT from 27 taps, whose fp32 MAPE on USC-SIPI,
             # ~1.1e-5 %, misses the goal's 1e-5 %; the plan: <= 3.1e-6 % emulated, r = 12..23,
-            # benchmarks/gaussian_fp32_emulate.py).
+            # benchmarks/harness/gaussian_fp32_emulate.py).
             method = "separable"
     elif not isinstance(method, str):
         raise TypeError(f"method must be a string, got {type(method).__name__}")

@@ -6,7 +6,7 @@
 // Against the 2-D pair (fft.cu) it skips the column transforms both ways and the spectrum product
 // pass: on the H100 at 4096^2 through a plan, fp32 0.25-0.32 ms and fp64 0.41-0.52 ms for
 // k = 3..55, against 0.44 / 0.83 for the 2-D pair and 0.48 / 0.91 for torch.fft
-// (benchmarks/fft_hybrid.cu times the steps).
+// (benchmarks/harness/fft_hybrid.cu times the steps).
 //
 // The image is the R2C's input as it is (no staging copy). A NaN or inf pixel makes its whole
 // row spectrum non-finite, hence every output of the kh rows above it; the crop marks them and

@@ -26,7 +26,7 @@ struct SeparableBoundaryArgs {
   double cval = 0.0;
   std::uintptr_t stream = 0;
   int tile_rows = 0;  // 0: chosen per kernel length; 16, 32 or 64 to force (tuning)
-  // Kernel variant (tuning harness benchmarks/separable_boundary_check.cu; not user-facing):
+  // Kernel variant (tuning harness benchmarks/harness/separable_boundary_check.cu; not user-facing):
   // 0 the default rule, 1 the generic kernel (any taps, fp32/fp64), 2.. the fp32 kernels with
   // the tap count compiled in (k0 == k1 <= 23; separable_boundary_fixed.cu); a forced variant
   // that does not apply is a ValueError.

@@ -8,7 +8,7 @@
 //
 // Each thread streams its inputs once and scatters every value into the accumulators it feeds
 // (acc[q] += w[e - q] * x[e]); no register window to rotate. The variants (chosen by
-// SeparableBoundaryArgs::variant, timed against each other by benchmarks/separable_boundary_check.cu):
+// SeparableBoundaryArgs::variant, timed against each other by benchmarks/harness/separable_boundary_check.cu):
 //   R0 x V0  axis-0 outputs per thread: R0 rows of V0 columns (V0 = 4: float4 loads of the staged
 //            rows and float4 stores of the intermediate: a quarter of the shared instructions);
 //   R1       axis-1 outputs per thread (consecutive columns of one row, a warp's lanes on 32 rows);

@@ -180,7 +180,7 @@ TC_FIR_FOR_PRECISIONS(TC_FIR_INST)
 }  // namespace fir
 }  // namespace cuda
 
-// TC_FIR_DKI_KERNELS_ONLY: benchmarks/fir_dki_harness.cu includes this file for its kernels alone.
+// TC_FIR_DKI_KERNELS_ONLY: benchmarks/harness/fir_dki_harness.cu includes this file for its kernels alone.
 #ifndef TC_FIR_DKI_KERNELS_ONLY
 std::unique_ptr<Plan> make_fir_dki_plan(const PlanRequest& r) {
   return cuda::fir::make_plan_for(r, cuda::fir::Scheme::dki);

@@ -16,7 +16,7 @@
 //
 // k = 9 and 15 run Winograd F(2, 3) down the columns instead (Geo::WINO): a third fewer products.
 //
-// H100, 4096^2, kernel time (benchmarks/naive_fixed_harness.cu, results/
+// H100, 4096^2, kernel time (benchmarks/harness/naive_fixed_harness.cu, results/
 // naive_fixed_harness_h100.txt, run 23): 0.061 / 0.061 / 0.066 / 0.078 / 0.102 / 0.130 / 0.164
 // / 0.201 ms at k = 3 / 5 / .. / 17 (k = 9 and 15 direct; by Winograd 0.077 and 0.146, run 27),
 // where the first kernel (R = 16 outputs down a column, 4-byte loads) took 0.070 / 0.087 / 0.098

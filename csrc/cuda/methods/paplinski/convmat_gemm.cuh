@@ -1,5 +1,5 @@
 // convmat's kernel (the GEMM of eq. 2; the plan is convmat.cu), in a header so that the
-// standalone harness benchmarks/convmat_tune.cu times the same code without the package.
+// standalone harness benchmarks/harness/convmat_tune.cu times the same code without the package.
 //
 // Template choices the plan makes (measured: benchmarks/PAPLINSKI_NOTES.md):
 //   BK   — image columns β staged per K stage (32, 48 or 64). The band of a 32-column CTA is

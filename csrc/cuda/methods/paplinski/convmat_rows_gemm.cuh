@@ -1,5 +1,5 @@
 // convmat_rows' kernel (section 2's row-by-row products, 32 rows per GEMM; the plan is
-// convmat_rows.cu), in a header so that benchmarks/convmat_tune.cu times the same code.
+// convmat_rows.cu), in a header so that benchmarks/harness/convmat_tune.cu times the same code.
 //
 // Template choices the plan makes (measured: benchmarks/PAPLINSKI_NOTES.md):
 //   UC   — strip rows u' staged per K stage (32 or 48). One gg needs 31 + kh strip rows; at

@@ -164,7 +164,7 @@ template <> struct Cfg<Precision::fp32> : Cfg<Precision::fp64> {
 // the sum. Acc (the fallback's type) stays fp64. Measured (round 4, MAPE vs float64 on U[0, 1)
 // data): L = 1 3.1-3.8e-6 %, L = 2 4.3-6.1e-6 %, one chain per kernel row 6.6e-6 % at k = 15
 // up to 2.3e-5 % at k = 55 (past fp32's 1e-5 % goal). A tuning variant: no plan selects it
-// (slower than DMMA above); benchmarks/toeplitz_tune.cu times it.
+// (slower than DMMA above); benchmarks/harness/toeplitz_tune.cu times it.
 struct CfgX3 {
   using In = float; using S = float; using Coef = float2; using Acc = double;
   static constexpr int KK = 8, kRings = 2;
@@ -770,7 +770,7 @@ __global__ void __launch_bounds__(kWarps * 32, Gm::MINB) toeplitz_kernel(Args a)
   }
 }
 
-// ---- host side, shared by the plan and benchmarks/toeplitz_tune.cu ---------------------------
+// ---- host side, shared by the plan and benchmarks/harness/toeplitz_tune.cu ---------------------------
 constexpr std::size_t kSmemBudget = 96 * 1024;  // per CTA: two CTAs per SM
 constexpr std::size_t kSmemBudget3 = 72 * 1024;  // three (Geom MINB = 3)
 constexpr std::size_t kBandSmem = 8 * 1024;      // Geom BS: larger band tables stay in global
