@@ -11,7 +11,7 @@
 //     which must be bit-identical) beside a device-to-device copy of the image (the memory
 //     floor); then the fastest per radius and the default table to paste into
 //     separable_boundary.cu (kDefaultF32).
-//   nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc --expt-relaxed-constexpr \
+//   nvcc -std=c++17 -O3 -arch=sm_90a -DTC_TUNING_VARIANTS -Icsrc --expt-relaxed-constexpr \
 //        benchmarks/harness/separable_boundary_check.cu csrc/cuda/methods/filters/separable_boundary.cu \
 //        csrc/cuda/methods/filters/separable_boundary_fixed.cu -o separable_boundary_check
 //   ./separable_boundary_check [check]      (check: correctness only)

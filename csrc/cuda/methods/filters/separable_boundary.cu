@@ -199,6 +199,9 @@ constexpr DefaultChoice kDefaultF32[12] = {{1, 0},   {11, 32}, {11, 32}, {11, 32
 SeparableBoundaryArgs resolve_variant(const SeparableBoundaryArgs& a, int optin) {
   if (a.variant < 0 || a.variant > 1 + fixed_variant_count())
     throw ValueError("separable_boundary: variant out of range");
+  if (a.variant >= 2 && !fixed_built(a.variant))
+    throw ValueError("separable_boundary: this variant is built only with TC_TUNING_VARIANTS "
+                     "(the tuning harness)");
   if (a.variant >= 2 &&
       !fixed_supported(a.variant, a.rows, a.cols, a.k0, a.k1, a.dtype, optin))
     throw ValueError("separable_boundary: this variant needs float32, k0 == k1 <= 23 and a "

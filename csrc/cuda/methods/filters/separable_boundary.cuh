@@ -274,6 +274,8 @@ bool fixed_supported(int v, std::int64_t rows, std::int64_t cols, int k0, int k1
                      int optin);
 bool fixed_th_fits(int v, int K, int th, int optin);  // th = 16, 32 or 64 rows fit shared memory
 void launch_fixed(const SeparableBoundaryArgs& a, int v, DeviceInfo& dev);
+// Whether variant v is compiled in (the package: the default table's; TC_TUNING_VARIANTS: all).
+bool fixed_built(int v);
 
 }  // namespace sepb
 }  // namespace cuda

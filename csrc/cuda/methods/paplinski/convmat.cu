@@ -38,7 +38,9 @@ Kern kernel_for(long long kw) {
     return pick_bk(kw, {32, 48}) == 48 ? convmat_kernel<T, true, 48, true>
                                        : convmat_kernel<T, true, 32, true>;
   } else {
-    if (kRegStaged && kBN + kw - 1 > 48) return convmat_kernel<T, false, 32, false>;
+    if constexpr (kRegStaged) {  // (instantiated only where it can be chosen)
+      if (kBN + kw - 1 > 48) return convmat_kernel<T, false, 32, false>;
+    }
     switch (pick_bk(kw, {32, 48, 64})) {
       case 48: return convmat_kernel<T, false, 48, true>;
       case 64: return convmat_kernel<T, false, 64, true>;
