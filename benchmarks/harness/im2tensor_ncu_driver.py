@@ -1,5 +1,5 @@
-"""One im2tensor run per kernel size on a 4096x4096 device image, for ncu (scripts/ or by hand):
-python scripts/im2tensor_ncu_driver.py im2tensor_fused fp16fp32 15,55"""
+"""One im2tensor run per kernel size on a 4096x4096 device image, for ncu (by hand):
+python benchmarks/harness/im2tensor_ncu_driver.py im2tensor_fused fp16fp32 15,55"""
 
 import sys
 from pathlib import Path

@@ -1,7 +1,7 @@
 """One call of each convmat / convmat_rows kernel instantiation on small shapes, for
 compute-sanitizer (memcheck, racecheck); exits non-zero when a result is wrong.
 
-    compute-sanitizer --tool memcheck python3 scripts/convmat_sanitize.py"""
+    compute-sanitizer --tool memcheck python3 tests/sanitize/convmat_sanitize.py"""
 import sys
 
 import numpy as np

@@ -1,7 +1,7 @@
 """tensorconv.astropy's CUDA kernels (nan_mark, the weight scatter, the finish with its window
 recompute) once per storage dtype and boundary on small CuPy images, for compute-sanitizer:
 
-    compute-sanitizer --tool memcheck python scripts/astropy_sanitize.py
+    compute-sanitizer --tool memcheck python tests/sanitize/astropy_sanitize.py
 
 Exits non-zero when a result differs from astropy's (same bounds as tests/test_astropy.py)."""
 

@@ -1,4 +1,4 @@
-"""Driver for compute-sanitizer (scripts/im2tensor_sanitize.sh): every im2tensor variant x
+"""Driver for compute-sanitizer (scripts/gpu-check.sh with SANITIZE=1): every im2tensor variant x
 precision once on small odd shapes that reach every kernel path (staged and global S reads,
 several x-blocks, ragged blocks), checked against scipy so a silent fault also fails."""
 

@@ -1,8 +1,8 @@
 """One call of every GPU kernel variant, for compute-sanitizer:
 
-    compute-sanitizer --tool memcheck  python tests/sanitize_gpu.py
-    compute-sanitizer --tool racecheck python tests/sanitize_gpu.py
-    compute-sanitizer --tool memcheck  python tests/sanitize_gpu.py nonfinite   # repair only
+    compute-sanitizer --tool memcheck  python tests/sanitize/sanitize_gpu.py
+    compute-sanitizer --tool racecheck python tests/sanitize/sanitize_gpu.py
+    compute-sanitizer --tool memcheck  python tests/sanitize/sanitize_gpu.py nonfinite   # repair only
 
 Small shapes chosen to reach tile edges, the W = 2 (half2) lane edges, every naive_shmem
 coefficient tier, separable's first/middle/last passes and its banded ring, fft's padded,
