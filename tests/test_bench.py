@@ -256,9 +256,9 @@ def test_kondo_fig5_part(tmp_path, capsys):
 def test_stacks_preset_cpu_branch(tmp_path, capsys):
     """--preset stacks (formerly benchmarks/stacks.py) without a GPU: the stack call against a
     loop of plan calls on the CPU, the GPU rows skipped with the probe's reason (on a GPU the
-    preset's ~45 s rows are scripts/stacks_device.sh's)."""
+    preset's ~45 s rows run with BENCH_PRESETS=stacks bash scripts/gpu-check.sh)."""
     if _gpu_rows_possible():
-        pytest.skip("a CUDA device is present: the GPU rows run in scripts/stacks_device.sh")
+        pytest.skip("a CUDA device is present: the GPU rows run with BENCH_PRESETS=stacks bash scripts/gpu-check.sh")
     assert main(["--preset", "stacks", "--quick", "--runs", "2", "--out", str(tmp_path),
                  "--no-progress"]) == 0
     assert "GPU methods and peers are skipped" in capsys.readouterr().err

@@ -15,7 +15,7 @@ from tensorconv.metrics import mape
 
 METHODS = ("convmat", "convmat_rows")
 
-# (image, kernel): what each exercises in csrc/cuda/paplinski/
+# (image, kernel): what each exercises in csrc/cuda/methods/paplinski/
 SHAPES = [
     ((67, 93), (3, 5)),       # one CTA, ragged tiles; convmat: first form (band along columns)
     ((300, 200), (9, 4)),     # convmat: tall kernel -> the second form (transposed)

@@ -374,7 +374,7 @@ def test_block_maps_give_the_one_call_padding(bnd):
 
 @pytest.fixture(scope="module")
 def native_gather(tmp_path_factory):
-    """csrc/cuda/block_gather.hpp (the C++ staging's multi-block gather) as a CPU library."""
+    """csrc/cuda/runtime/block_gather.hpp (the C++ staging's multi-block gather) as a CPU library."""
     import ctypes
     import shutil
     import subprocess
@@ -384,7 +384,7 @@ def native_gather(tmp_path_factory):
         pytest.skip("no C++ compiler on PATH to build tests/native/block_gather_check.cpp")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     src = os.path.join(root, "tests", "native", "block_gather_check.cpp")
-    if not os.path.exists(os.path.join(root, "csrc", "cuda", "block_gather.hpp")):
+    if not os.path.exists(os.path.join(root, "csrc", "cuda", "runtime", "block_gather.hpp")):
         pytest.skip("csrc/ is not beside tests/ (an installed package without sources)")
     lib = str(tmp_path_factory.mktemp("native") / "block_gather.so")
     subprocess.run([cxx, "-O1", "-std=c++17", "-shared", "-fPIC", "-I", os.path.join(root, "csrc"),

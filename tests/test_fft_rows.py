@@ -1,4 +1,4 @@
-"""fft by rows (csrc/cuda/fft_rows.cu: row R2C, a direct product down the columns of the row
+"""fft by rows (csrc/cuda/methods/fft/fft_rows.cu: row R2C, a direct product down the columns of the row
 spectra, row C2R, crop + the float64 low columns), the fft method's form for real fp32 / fp64
 images with a fast width and kh <= 120, against scipy: odd shapes (forced with
 fft.layout='rows' where the width is not a fast size), the 2-D form on the same data, row bands

@@ -17,7 +17,7 @@ from tensorconv.metrics import mape, relative_l2
 METHODS = ("fir_kl", "fir_ki", "fir_ki_32x8", "fir_dki")
 PRECISIONS = ("fp16", "fp16fp32", "bf16")
 
-# (image, kernel): what each exercises in csrc/cuda/fir/
+# (image, kernel): what each exercises in csrc/cuda/methods/fir/
 SHAPES = [
     ((67, 93), (3, 5)),       # one tile, ragged CTA edges
     ((61, 301), (7, 30)),     # two x-tiles, several CTAs across (DKI's shared edge patches)
@@ -128,7 +128,7 @@ def test_repeats_bit_identical(method, precision):
 @pytest.mark.parametrize("method", METHODS)
 def test_nan_stays_in_its_window(method):
     """The kernel's zero padding to multiples of 16 meets pixels outside a window (0 * NaN); the
-    epilogue flags those outputs and the repair pass (csrc/cuda/nonfinite.cuh) recomputes them,
+    epilogue flags those outputs and the repair pass (csrc/cuda/runtime/nonfinite.cuh) recomputes them,
     so the NaN pattern is scipy's exactly (tests/test_nonfinite.py covers every mode and ±inf)."""
     require_available(method)
     rng = np.random.default_rng(8)

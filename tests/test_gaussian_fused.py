@@ -164,7 +164,7 @@ def test_fused_refusals():
 def test_fused_usc_sipi(usc_images):
     """Real images, float32, sigma = r / 2 at the benchmark's radii: MAPE <= 1e-5 % (the fused
     filter to radius 11, the `separable` plan beyond; emulated on the CPU: <= 5.7e-6 % and
-    <= 2.9e-6 %, benchmarks/gaussian_fp32_emulate.py)."""
+    <= 2.9e-6 %, benchmarks/harness/gaussian_fp32_emulate.py)."""
     for name, img in usc_images[:3]:
         img = img[:512, :512]
         x = on_device(img.astype(np.float32), "cupy")

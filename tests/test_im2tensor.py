@@ -17,7 +17,7 @@ VARIANTS = ("im2tensor", "im2tensor_shmem", "im2tensor_fused", "im2tensor_atomic
             "im2tensor_cublas")
 PRECISIONS = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
 
-# (image, kernel): what each exercises in csrc/cuda/im2tensor/im2tensor.cuh
+# (image, kernel): what each exercises in csrc/cuda/methods/im2tensor/im2tensor.cuh
 SHAPES = [
     ((67, 93), (3, 5)),      # one x-block, ragged last c-block
     ((61, 301), (7, 70)),    # kw > 64: two x-blocks, C rows > 2

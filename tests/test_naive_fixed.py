@@ -1,4 +1,4 @@
-"""naive_shmem's fp32 variant for odd square kernels of 3..17 taps (csrc/cuda/naive_fixed.cu:
+"""naive_shmem's fp32 variant for odd square kernels of 3..17 taps (csrc/cuda/methods/naive/naive_fixed.cu:
 the kernel's shape compiled in, taps as FFMA operands, runs of 2-3 kernel rows summed apart),
 against scipy in float64: every size it takes, odd image shapes around its output strips
 (256 columns up to k = 7, 128 from k = 9) and the row ranges its CTAs share,

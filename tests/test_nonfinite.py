@@ -2,7 +2,7 @@
 registry, an output is NaN/±inf exactly where scipy.signal.correlate2d in float64 puts it (its
 own window holds a non-finite value), in every mode, and the finite outputs keep the method's
 accuracy bound (tests/bounds.py). cuFFT's `fft` is checked too: its staging zeroes non-finite
-pixels and a device pass recomputes their windows (csrc/cuda/fft.cu). `fft_cpu` is exempt: its
+pixels and a device pass recomputes their windows (csrc/cuda/methods/fft/fft.cu). `fft_cpu` is exempt: its
 transform spreads one NaN over the whole image, and `auto` never sends non-finite data to it
 (tests/test_cpu_float.py)."""
 
@@ -122,7 +122,7 @@ def test_nonfinite_kernel_coefficient(method, precision):
 @pytest.mark.parametrize("precision", ["fp32", "fp64"])
 def test_fft_nonfinite_when_the_image_is_the_transform_input(precision):
     """fp32/fp64 `fft` transforms an image whose shape is already a fast transform size in place
-    of a staged copy (csrc/cuda/fft.cu): a non-finite pixel then reaches every output, and the
+    of a staged copy (csrc/cuda/methods/fft/fft.cu): a non-finite pixel then reaches every output, and the
     repair must recompute all of them. 120 x 160 (2^3·3·5, 2^5·5) in 'valid' mode takes that path."""
     rng = np.random.default_rng(11)
     image = _image(rng, (120, 160))

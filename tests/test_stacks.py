@@ -324,7 +324,7 @@ def test_host_cast_in_blocks_equals_numpy(monkeypatch):
 
 
 def test_staging_team_runs_each_piece_once(tmp_path):
-    """The staging team (csrc/cuda/staging_team.hpp, plain C++) under many short jobs: every
+    """The staging team (csrc/cuda/runtime/staging_team.hpp, plain C++) under many short jobs: every
     piece exactly once, none after run() returns (tests/native/staging_team_check.cpp)."""
     import os
     import shutil
@@ -334,7 +334,7 @@ def test_staging_team_runs_each_piece_once(tmp_path):
     if cxx is None:
         pytest.skip("no C++ compiler on PATH to build tests/native/staging_team_check.cpp")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if not os.path.exists(os.path.join(root, "csrc", "cuda", "staging_team.hpp")):
+    if not os.path.exists(os.path.join(root, "csrc", "cuda", "runtime", "staging_team.hpp")):
         pytest.skip("csrc/ is not beside tests/ (an installed package without sources)")
     exe = str(tmp_path / "staging_team_check")
     subprocess.run([cxx, "-O2", "-std=c++17", "-pthread", "-I", os.path.join(root, "csrc"),

@@ -1,4 +1,4 @@
-"""toeplitz_tc (csrc/cuda/paplinski/toeplitz_tc.cuh) x every precision against scipy: odd shapes
+"""toeplitz_tc (csrc/cuda/methods/paplinski/toeplitz_tc.cuh) x every precision against scipy: odd shapes
 that exercise its geometry (ragged CTA tiles, kernel rows walked in several ring steps, kernels
 wider than one column block, 1xN, Nx1, a kernel as large as the image, rows whose stride is not
 a multiple of 16 bytes), strided input, and NaN/inf that must reach only their own windows even

@@ -4,14 +4,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "../core/registry.hpp"
-#include "../cpu/fma_peak.hpp"
-#include "../cpu/nan_interp.hpp"
-#include "../cpu/simd_u8/simd_u8.hpp"
+#include "core/registry.hpp"
+#include "cpu/fma_peak.hpp"
+#include "cpu/nan_interp.hpp"
+#include "cpu/simd_u8/simd_u8.hpp"
 #ifdef TC_WITH_CUDA
-#include "../cuda/pinned_pool.hpp"
+#include "cuda/runtime/pinned_pool.hpp"
 #endif
-#include "../cuda/filters/separable_boundary.hpp"
+#include "cuda/methods/filters/separable_boundary.hpp"
 
 namespace py = pybind11;
 using namespace tc;
@@ -453,7 +453,7 @@ PYBIND11_MODULE(_core, m) {
 #endif
   }, "The pinned pool's cap for results (bytes; tensorconv sets it from TENSORCONV_PINNED_MB).");
   // tensorconv.filters.gaussian's one-launch separable filter with scipy.ndimage boundary modes
-  // (csrc/cuda/filters/separable_boundary.hpp); device arrays only, launched on `stream`; the
+  // (csrc/cuda/methods/filters/separable_boundary.hpp); device arrays only, launched on `stream`; the
   // weights are a host float64 array the caller keeps alive.
   m.def("separable_boundary_supported", [](std::int64_t rows, std::int64_t cols, int k0, int k1,
                                            const std::string& dtype) {

@@ -13,22 +13,22 @@ std::unique_ptr<Plan> make_naive_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_naive_shmem_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_separable_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_fft_plan(const PlanRequest&);
-// csrc/cuda/im2tensor/ (CUDA builds only)
+// csrc/cuda/methods/im2tensor/ (CUDA builds only)
 std::unique_ptr<Plan> make_im2tensor_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_shmem_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_fused_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_atomic_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_im2tensor_cublas_plan(const PlanRequest&);
-// Bilateral filter (tensorconv.filters.bilateral): csrc/cpu/bilateral.cpp, csrc/cuda/bilateral/
+// Bilateral filter (tensorconv.filters.bilateral): csrc/cpu/bilateral.cpp, csrc/cuda/methods/bilateral/
 std::unique_ptr<Plan> make_bilateral_cpu_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_bilateral_cuda_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_bilateral_tc_32x8x16_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_bilateral_tc_16x16x16_plan(const PlanRequest&);
-// csrc/cuda/paplinski/ (CUDA builds only)
+// csrc/cuda/methods/paplinski/ (CUDA builds only)
 std::unique_ptr<Plan> make_convmat_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_convmat_rows_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_toeplitz_tc_plan(const PlanRequest&);
-// csrc/cuda/fir/ (CUDA builds only)
+// csrc/cuda/methods/fir/ (CUDA builds only)
 std::unique_ptr<Plan> make_fir_kl_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_fir_ki_plan(const PlanRequest&);
 std::unique_ptr<Plan> make_fir_ki_32x8_plan(const PlanRequest&);

@@ -75,7 +75,7 @@ const std::vector<PlanOptionInfo>& plan_option_table() {
        }},
       {"im2tensor.wc", "im2tensor, im2tensor_shmem, im2tensor_fused, im2tensor_atomic",
        "None or a multiple of the MMA tile width (8 or 16) in 8 .. 1024", "None",
-       "P_block width of the WMMA kernels (tuning sweeps: benchmarks/im2tensor_tune.py)",
+       "P_block width of the WMMA kernels (tuning sweeps: benchmarks/harness/im2tensor_tune.py)",
        [](PlanOptions& o, const OptionValue& v) { set_int(o.im2tensor_wc, v, 8, 1024, 8); }},
       {"im2tensor.db", "im2tensor, im2tensor_shmem, im2tensor_fused, im2tensor_atomic",
        "None or 1 .. 512", "None",

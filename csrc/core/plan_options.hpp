@@ -19,7 +19,7 @@ struct PlanOptions {
   // naive_shmem: fp32 odd square kernels of 3..17 taps by the variant with the shape compiled in
   // (naive_fixed.cu); automatic: wherever it fits.
   Tri naive_shmem_fixed = Tri::automatic;
-  // separable (csrc/cuda/separable/): fused pass where it applies (else the two-pass form),
+  // separable (csrc/cuda/methods/separable/): fused pass where it applies (else the two-pass form),
   // its tensor-core form (automatic: from min_taps() on), the two-pass ring of T rows in MiB,
   // and the fewest output rows a fused block walks (0: as one wave of blocks gives).
   bool separable_fused = true;

@@ -73,7 +73,7 @@ const std::vector<MethodInfo>& registry() {
        "fp16 via cufftXt half (power-of-two sizes), fp16fp32 transforms in fp32; complex data "
        "by C2C transforms",
        nullptr, nullptr, /*complex_native=*/true},
-      // im2tensor (Seznec et al. 2022), csrc/cuda/im2tensor/. sm_80: bf16, tf32 and DMMA WMMA.
+      // im2tensor (Seznec et al. 2022), csrc/cuda/methods/im2tensor/. sm_80: bf16, tf32 and DMMA WMMA.
       {"im2tensor", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
        TC_CUDA_FACTORY(make_im2tensor_plan),
        "im2tensor Alg. 1: P = K^T S on tensor cores, S rows read from global, then Tr+ pass"},
@@ -94,7 +94,7 @@ const std::vector<MethodInfo>& registry() {
        TC_CUDA_FACTORY(make_im2tensor_cublas_plan),
        "im2tensor reference: explicit S, cuBLAS strided batched GEMM, Tr+ pass"},
       // Bilateral filter (Kondo et al. 2022's LTV case): not linear, so reached only through
-      // tensorconv.filters.bilateral (csrc/cpu/bilateral.cpp, csrc/cuda/bilateral/).
+      // tensorconv.filters.bilateral (csrc/cpu/bilateral.cpp, csrc/cuda/methods/bilateral/).
       {"bilateral_cpu", Device::cpu, {P::fp32, P::fp64}, 0, &make_bilateral_cpu_plan,
        "CPU bilateral filter, threads over rows, one exp2 per tap (square window)",
        "filters.bilateral"},
@@ -113,7 +113,7 @@ const std::vector<MethodInfo>& registry() {
        "Kondo 2022 kernel-image-loop bilateral on tensor cores, 16x16x16 layout (16 pixels x 16 "
        "taps; mma.sync)",
        "filters.bilateral"},
-      // Paplinski (1995), csrc/cuda/paplinski/: mma.sync m16n8k16 (sm_80).
+      // Paplinski (1995), csrc/cuda/methods/paplinski/: mma.sync m16n8k16 (sm_80).
       {"convmat", Device::cuda, {P::fp16, P::fp16fp32, P::bf16}, 80,
        TC_CUDA_FACTORY(make_convmat_plan),
        "Paplinski eq. 2: G = lcm(F,r) rcm(H,C) as one GEMM on tensor cores, operand tiles from "
@@ -123,7 +123,7 @@ const std::vector<MethodInfo>& registry() {
        TC_CUDA_FACTORY(make_convmat_rows_plan),
        "Paplinski section 2 row by row: h . gg, gg read through the pointer matrix p from a "
        "staged strip, 32 output rows per GEMM (the shifted h's as a band) on tensor cores"},
-      // Tensor-core FIR (Kondo et al. 2022), csrc/cuda/fir/. mma.sync bf16 needs sm_80.
+      // Tensor-core FIR (Kondo et al. 2022), csrc/cuda/methods/fir/. mma.sync bf16 needs sm_80.
       {"fir_kl", Device::cuda, {P::fp16, P::fp16fp32, P::bf16}, 80,
        TC_CUDA_FACTORY(make_fir_kl_plan),
        "Kondo Fig. 1 kernel-loop unrolling: D = W^T x patch per pixel, output = trace of D"},
@@ -140,7 +140,7 @@ const std::vector<MethodInfo>& registry() {
        TC_CUDA_FACTORY(make_fir_dki_plan),
        "Kondo Fig. 3 diagonal kernel-image-loop unrolling: every diagonal of W^T x patch, "
        "patches at a kernel-width stride"},
-      // Paplinski 1995, csrc/cuda/paplinski/. sm_90: fp64 on m16n8k8 DMMA.
+      // Paplinski 1995, csrc/cuda/methods/paplinski/. sm_90: fp64 on m16n8k8 DMMA.
       {"toeplitz_tc", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64},
        90, TC_CUDA_FACTORY(make_toeplitz_tc_plan),
        "Paplinski's rcm as banded Toeplitz tiles: sum over kernel rows of image rows x band, "

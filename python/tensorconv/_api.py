@@ -189,7 +189,7 @@ def _gpu_ranking(precision: str, kernel: np.ndarray | None, image_shape, candida
 # the CPU, cuFFT's fft on the GPU) only for finite kernels, and a plan that picked one checks
 # each padded image once and runs the method named here, which keeps NaN/inf local as scipy
 # does, on an image that holds them (Plan._real). cuFFT's fft keeps them local itself on real
-# data (its staging zeroes them and a device pass recomputes their windows: csrc/cuda/fft.cu,
+# data (its staging zeroes them and a device pass recomputes their windows: csrc/cuda/methods/fft/fft.cu,
 # no host test, no sync); only its complex (C2C) plan still needs the fallback.
 _FINITE_FALLBACK = {"fft_cpu": "direct", "fft": "naive_shmem"}
 _REAL_LOCAL = frozenset({"fft"})  # spectral methods whose real plans keep NaN/inf local

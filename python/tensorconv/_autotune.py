@@ -29,7 +29,7 @@ from . import _bounds, _core
 DEFAULTS = Path(__file__).with_name("_auto_defaults.json")
 RANK1 = "separable:rank1"  # separable timed on a rank-1 kernel (its one-pass case)
 FIXED = "naive_shmem:fixed"  # naive_shmem's fp32 variant with the kernel's shape compiled in
-FIXED_MAX = 17  # csrc/cuda/naive_fixed.cuh, kNaiveFixedMaxTaps
+FIXED_MAX = 17  # csrc/cuda/methods/naive/naive_fixed.cuh, kNaiveFixedMaxTaps
 SPECTRAL = frozenset({"fft"})  # NaN/inf in the kernel spread over the whole transform
 FORMAT = 1
 

@@ -11,7 +11,7 @@ two keyword-only additions: ``method`` (any correlate2d method; 'auto' as elsewh
 How NaN interpolation is done (each output is sum_valid(w x) / sum_valid(w)): one correlation
 of the padded image with its invalid pixels set to 0 gives the numerator; the weight sum is not
 a second sweep but the kernel sum minus the weights of the invalid pixels under each window, a
-sparse scatter of kh*kw adds per invalid pixel (csrc/cpu/nan_interp.*, csrc/cuda/nan_interp.cu).
+sparse scatter of kh*kw adds per invalid pixel (csrc/cpu/nan_interp.*, csrc/cuda/methods/nan_interp/nan_interp.cu).
 Where that difference would cancel (valid weight below a quarter of sum|w|: beside NaN blocks
 larger than the kernel, image corners with a NaN fill) both sums are recomputed over the window
 in astropy's order, so those outputs equal astropy's float64 result exactly, including its

@@ -1,11 +1,11 @@
-// The C++ gather of a padded image from a grid of host blocks (csrc/cuda/block_gather.hpp, what
+// The C++ gather of a padded image from a grid of host blocks (csrc/cuda/runtime/block_gather.hpp, what
 // host_pipeline.cu packs for tensorconv.dask), built on the CPU as a small shared library so
 // tests/test_dask.py can run it through ctypes with the Python side's row/column maps and
 // compare it with the one call's padding (np.pad of the whole image). No CUDA needed.
 #include <cstdint>
 #include <cstring>
 
-#include "cuda/block_gather.hpp"
+#include "cuda/runtime/block_gather.hpp"
 
 extern "C" int tc_gather_blocks(const void* const* blocks, const std::int64_t* block_dims,
                                 std::int64_t block_rows, std::int64_t block_cols,

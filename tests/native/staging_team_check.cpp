@@ -1,4 +1,4 @@
-// Stress check of csrc/cuda/staging_team.hpp (plain C++, no CUDA): many short jobs in a row,
+// Stress check of csrc/cuda/runtime/staging_team.hpp (plain C++, no CUDA): many short jobs in a row,
 // each piece must run exactly once and before run() returns. The team's first claim word kept
 // the piece count apart from the generation, and a worker that read the last job's exhausted
 // word could claim a piece of the next job: a piece ran twice and run() returned while one
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "cuda/staging_team.hpp"
+#include "cuda/runtime/staging_team.hpp"
 
 int main(int argc, char** argv) {
   const long jobs = argc > 1 ? std::atol(argv[1]) : 200000;

@@ -1,6 +1,6 @@
 """tensorconv.filters.gaussian: scipy.ndimage.gaussian_filter on 2-D images: on CUDA arrays one
 launch of the fused separable filter with the boundary modes built in (`separable_boundary`,
-csrc/cuda/filters/separable_boundary.cu), or any correlate2d method of the registry.
+csrc/cuda/methods/filters/separable_boundary.cu), or any correlate2d method of the registry.
 
 The kernel is scipy's: per axis the sampled Gaussian (or its order-th derivative) on
 -radius..radius, radius = int(truncate * sigma + 0.5) unless given, normalized to sum 1 before
@@ -44,11 +44,11 @@ FUSED = "separable_boundary"
 # the fused filter takes), stay fused.
 _FUSED_FP32_MAX_TAPS = 23
 # ... and the `separable` plan up to this many taps, where its fused pass sums the column pass on
-# fp64 MMAs (csrc/cuda/separable/plan.cu: 25..64 taps); beyond, the cost model's choice stands
+# fp64 MMAs (csrc/cuda/methods/separable/plan.cu: 25..64 taps); beyond, the cost model's choice stands
 # (the `separable` plan's two-pass form on the H100, whose fp32 passes sum their taps in blocks
 # of 16: sigma 20, 161 taps, MAPE 4.5e-6 %; 1.3e-5 % as one running sum).
 _SEPARABLE_DMMA_MAX_TAPS = 64
-# _common.MODES' names -> the kernel's mode numbers (csrc/cuda/filters/separable_boundary.hpp).
+# _common.MODES' names -> the kernel's mode numbers (csrc/cuda/methods/filters/separable_boundary.hpp).
 _KMODE = {"symm": 0, "fill": 1, "edge": 2, "reflect": 3, "wrap": 4}
 
 _CACHE_SIZE = 32
@@ -297,7 +297,7 @@ def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
             # The kernel is rank 1 by construction: on a GPU the `separable` plan, whatever the
             # cost model ranks first (it picks cuFFT from 27 taps, whose fp32 MAPE on USC-SIPI,
             # ~1.1e-5 %, misses the goal's 1e-5 %; the plan: <= 3.1e-6 % emulated, r = 12..23,
-            # benchmarks/gaussian_fp32_emulate.py).
+            # benchmarks/harness/gaussian_fp32_emulate.py).
             method = "separable"
     elif not isinstance(method, str):
         raise TypeError(f"method must be a string, got {type(method).__name__}")

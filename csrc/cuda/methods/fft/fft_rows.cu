@@ -1,0 +1,228 @@
+// "fft" by rows, for real fp32 / fp64 images (make_fft_plan's choice where the width is a fast
+// transform size and kh <= kFftRowsMaxTaps; plan option fft.layout): a 1-D R2C along every
+// image row, the column-direction correlation done directly on the row spectra
+// (fft_rows.cuh: kh complex taps per value), a 1-D C2R along every output row, and a crop that
+// keeps each row's first W - kw + 1 values and adds back the lowest columns, summed in float64.
+// Against the 2-D pair (fft.cu) it skips the column transforms both ways and the spectrum product
+// pass: on the H100 at 4096^2 through a plan, fp32 0.25-0.32 ms and fp64 0.41-0.52 ms for
+// k = 3..55, against 0.44 / 0.83 for the 2-D pair and 0.48 / 0.91 for torch.fft
+// (benchmarks/harness/fft_hybrid.cu times the steps).
+//
+// The image is the R2C's input as it is (no staging copy). A NaN or inf pixel makes its whole
+// row spectrum non-finite, hence every output of the kh rows above it; the crop marks them and
+// NonfiniteRepair::run recomputes every non-finite output by a direct float64 sum, so NaN/inf
+// stay local (slow only for such images).
+//
+// Workspace: the image is cut into bands of output rows whose row spectra, product rows and
+// cuFFT work area fit kRowsCapBytes (the last band overlaps the one before, so one plan pair
+// serves all): the row spectra (also the C2R's output), the product rows, the float64 low
+// columns per row, the taps, the twiddles and the work area.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/factories.hpp"
+#include "cuda/runtime/common.cuh"
+#include "cuda/runtime/cufft_util.cuh"
+#include "cuda/methods/fft/fft_rows.cuh"
+#include "cuda/runtime/nonfinite.cuh"
+
+namespace tc {
+namespace cuda {
+namespace {
+
+constexpr int kR = 8;  // output rows per thread of the product
+constexpr std::int64_t kRowsCapBytes = std::int64_t(512) << 20;
+
+template <Precision P>
+class FftRowsPlan final : public CudaPlan {
+  using T = std::conditional_t<P == Precision::fp64, double, float>;
+  using C = typename fftrows::Cx<T>::type;
+  static constexpr int kWarps = sizeof(T) == 4 ? 8 : 4;  // measured (fft_hybrid.cu)
+  // Spectrum columns summed in float64 (fft_rows.cuh): fp32 the lowest 8, fp64 the DC alone.
+  static constexpr int kLow = sizeof(T) == 4 ? 8 : 1;
+  using G = fftrows::Geometry<T, kR, kWarps>;
+
+ public:
+  explicit FftRowsPlan(const PlanRequest& r) : CudaPlan(r), nf_(r) {
+    w_ = r.iw;
+    mc_ = w_ / 2 + 1;
+    kh_ = r.kh;
+    oh_ = r.ih - r.kh + 1;
+    ow_ = r.iw - r.kw + 1;
+    kp_ = (kh_ + kR - 1) / kR * kR;
+    smem_ = G::smem_bytes(static_cast<int>(kp_));
+    int optin = 0;
+    TC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device()));
+    if (smem_ > static_cast<std::size_t>(optin))
+      throw ValueError("fft.layout='rows' takes kernels of at most " +
+                       std::to_string((optin / (32 * sizeof(C)) - G::kRows) / 2 / kR * kR) +
+                       " rows in " + precision_name(P) + "; this one has " + std::to_string(kh_) +
+                       " (use fft.layout='2d')");
+    if (w_ > 0x7fffffff / 2) throw ValueError("image too large for the fft method");
+    // Rows per band: spectra + product rows + cuFFT's work area within kRowsCapBytes. The work
+    // area is known once plans exist (1-D fp64 transforms of 8192 need about their data again):
+    // plan for the data alone, then again with the work area's share per row if it was larger.
+    const std::int64_t per_row = 2 * mc_ * static_cast<std::int64_t>(sizeof(C));
+    set_band(kRowsCapBytes / per_row);
+    std::size_t work = make_plans(r.iw);
+    const std::int64_t fit = kRowsCapBytes / (per_row + static_cast<std::int64_t>(work) / hb_ + 1);
+    if (fit < hb_) {
+      set_band(fit);
+      inv_.reset();
+      work = make_plans(r.iw);
+    }
+    spec_.reset(hin_ * mc_ * sizeof(C));  // also the C2R's hb x w real output
+    o_.reset(hb_ * mc_ * sizeof(C));
+    nl_ = static_cast<int>(std::min<std::int64_t>(kLow, (w_ + 1) / 2));  // below the Nyquist
+    low_.reset(hb_ * kLow * sizeof(double2));
+    TC_CUDA_CHECK(cudaMemset(low_.get(), 0, low_.bytes()));  // columns nl.. stay zero
+    taps(r);
+    attach_work(work);
+    cgrid_ = fftrows::crop_grid(static_cast<int>(hb_), static_cast<int>(ow_),
+                                fftrows::crop_blocks<T, kLow>(device()));
+    TC_CUDA_CHECK(cudaFuncSetAttribute(fftrows::correlate_down<T, kR, kWarps, kLow>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem_)));
+  }
+
+  std::size_t workspace_bytes() const override {
+    return work_.bytes() + spec_.bytes() + o_.bytes() + low_.bytes() + taps_.bytes() +
+           glo_.bytes() + tw_.bytes();
+  }
+
+ protected:
+  void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
+    if (in.row_stride != stride_) attach_work(make_plans(in.row_stride));
+    nf_.arm(stream);
+    TC_CUFFT_CHECK(cufftSetStream(fwd_->get(), stream));
+    TC_CUFFT_CHECK(cufftSetStream(inv_->get(), stream));
+    const dim3 pgrid = G::grid(static_cast<int>(mc_), static_cast<int>(hb_));
+    const std::int64_t bands = (oh_ + hb_ - 1) / hb_;
+    for (std::int64_t b = 0; b < bands; ++b) {
+      const std::int64_t y0 = std::min(b * hb_, oh_ - hb_);  // the last band overlaps
+      T* src = const_cast<T*>(in.ptr<T>()) + y0 * in.row_stride;
+      TC_CUFFT_CHECK(cufftXtExec(fwd_->get(), src, spec_.get(), CUFFT_FORWARD));
+      fftrows::correlate_down<T, kR, kWarps, kLow><<<pgrid, G::kThreads, smem_, stream>>>(
+          spec_.get<C>(), mc_, static_cast<int>(hin_), static_cast<int>(mc_), taps_.get<C>(),
+          mc_, static_cast<int>(kp_), o_.get<C>(), mc_, static_cast<int>(hb_), nullptr,
+          glo_.get<double2>(), low_.get<double2>(), nl_);
+      TC_CUDA_LAUNCH_CHECK();
+      TC_CUFFT_CHECK(cufftXtExec(inv_->get(), o_.get(), spec_.get(), CUFFT_INVERSE));
+      fftrows::crop_low<T, kLow><<<cgrid_, fftrows::kCropThreads, 0, stream>>>(
+          spec_.get<T>(), static_cast<int>(w_), low_.get<double2>(), tw_.get<double2>(),
+          out.ptr<T>() + y0 * out.row_stride,
+          out.row_stride, static_cast<int>(hb_), static_cast<int>(ow_), nf_.flag());
+      TC_CUDA_LAUNCH_CHECK();
+    }
+    nf_.run(in, out, stream, true);
+  }
+
+ private:
+  // At most `rows` output rows per band, as few bands as that allows, all of one height (the
+  // last overlaps the one before by less than one row per band: 16382 rows in bands of at most
+  // 4095 are 5 of 3277, not 4 of 4095 and a fifth recomputing 4094 of them).
+  void set_band(std::int64_t rows) {
+    const std::int64_t most = std::min<std::int64_t>(oh_, std::max<std::int64_t>(1, rows));
+    const std::int64_t bands = (oh_ + most - 1) / most;
+    hb_ = (oh_ + bands - 1) / bands;
+    hin_ = hb_ + kh_ - 1;
+  }
+
+  // The forward plan reads rows `stride` elements apart (the image's row stride); the inverse
+  // writes rows of w into the spectrum buffer. Returns the work area both need (they run in
+  // turn and share one).
+  std::size_t make_plans(std::int64_t stride) {
+    fwd_ = std::make_unique<CufftPlan>();
+    const std::size_t ws_f = fwd_->make_rows(w_, stride, mc_, Fft<P>::rtype, Fft<P>::ctype,
+                                             Fft<P>::ctype, true, hin_);
+    if (!inv_) {
+      inv_ = std::make_unique<CufftPlan>();
+      inv_ws_ = inv_->make_rows(w_, mc_, w_, Fft<P>::ctype, Fft<P>::rtype, Fft<P>::ctype, true, hb_);
+    }
+    stride_ = stride;
+    return std::max(ws_f, inv_ws_);
+  }
+
+  void attach_work(std::size_t need) {
+    if (need > work_.bytes() || !work_.get()) work_.reset(std::max<std::size_t>(need, 1));
+    TC_CUFFT_CHECK(cufftSetWorkArea(fwd_->get(), work_.get()));
+    TC_CUFFT_CHECK(cufftSetWorkArea(inv_->get(), work_.get()));
+  }
+
+  // taps[s][v] = conj(sum_t k[s][t] e^{-2 pi i v t / W}) / W (kp rows, zeros past kh), the same
+  // for v < kLow in float64 (glo), and the crop's twiddles tw[x] = e^{2 pi i x / W}; computed
+  // in float64 on the host.
+  void taps(const PlanRequest& r) {
+    std::vector<double> cs(w_), sn(w_);
+    for (std::int64_t j = 0; j < w_; ++j) {
+      const double a = 2.0 * M_PI * static_cast<double>(j) / static_cast<double>(w_);
+      cs[j] = std::cos(a);
+      sn[j] = std::sin(a);
+    }
+    std::vector<C> host(static_cast<std::size_t>(kp_ * mc_), C{0, 0});
+    std::vector<double2> lo(static_cast<std::size_t>(kp_ * kLow), double2{0, 0});
+    const double inv_w = 1.0 / static_cast<double>(w_);
+    for (std::int64_t s = 0; s < kh_; ++s) {
+      const double* row = r.kernel + s * r.kw;
+      for (std::int64_t v = 0; v < mc_; ++v) {
+        double re = 0, im = 0;
+        std::int64_t j = 0;  // v t mod W
+        for (std::int64_t t = 0; t < r.kw; ++t) {
+          re += row[t] * cs[j];
+          im += row[t] * sn[j];  // conj(e^{-i a}) = e^{+i a}
+          j += v;
+          if (j >= w_) j -= w_;
+        }
+        host[s * mc_ + v] = C{static_cast<T>(re * inv_w), static_cast<T>(im * inv_w)};
+        if (v < nl_) lo[s * kLow + v] = double2{re * inv_w, im * inv_w};
+      }
+    }
+    taps_.reset(host.size() * sizeof(C));
+    glo_.reset(lo.size() * sizeof(double2));
+    TC_CUDA_CHECK(cudaMemcpy(taps_.get(), host.data(), taps_.bytes(), cudaMemcpyHostToDevice));
+    TC_CUDA_CHECK(cudaMemcpy(glo_.get(), lo.data(), glo_.bytes(), cudaMemcpyHostToDevice));
+    if (kLow > 1) {
+      std::vector<double2> tw(static_cast<std::size_t>(ow_));
+      for (std::int64_t x = 0; x < ow_; ++x) tw[x] = double2{cs[x], sn[x]};
+      tw_.reset(tw.size() * sizeof(double2));
+      TC_CUDA_CHECK(cudaMemcpy(tw_.get(), tw.data(), tw_.bytes(), cudaMemcpyHostToDevice));
+    }
+  }
+
+  std::int64_t w_ = 0, mc_ = 0, kh_ = 0, oh_ = 0, ow_ = 0, kp_ = 0, hb_ = 0, hin_ = 0;
+  std::int64_t stride_ = -1;
+  int nl_ = 1;
+  dim3 cgrid_;
+  std::size_t smem_ = 0, inv_ws_ = 0;
+  std::unique_ptr<CufftPlan> fwd_, inv_;
+  DeviceBuffer work_, spec_, o_, low_, taps_, glo_, tw_;
+  NonfiniteRepair nf_;
+};
+
+}  // namespace
+
+bool fft_rows_applies(const PlanRequest& r) {
+  const Tri want = r.options.fft_rows;
+  const bool real32_64 = !r.complex_data &&
+                         (r.precision == Precision::fp32 || r.precision == Precision::fp64);
+  if (want == Tri::off) return false;
+  if (want == Tri::on) {
+    if (!real32_64)
+      throw ValueError(std::string("fft.layout='rows' takes real fp32 / fp64 data, not ") +
+                       (r.complex_data ? "complex data" : precision_name(r.precision)));
+    return true;
+  }
+  return real32_64 && r.kh <= kFftRowsMaxTaps && next_fast_size(r.iw, false) == r.iw;
+}
+
+std::unique_ptr<Plan> make_fft_rows_plan(const PlanRequest& r) {
+  if (r.precision == Precision::fp32) return std::make_unique<FftRowsPlan<Precision::fp32>>(r);
+  return std::make_unique<FftRowsPlan<Precision::fp64>>(r);
+}
+
+}  // namespace cuda
+}  // namespace tc

@@ -1,0 +1,182 @@
+// "naive + shmem" (im2tensor paper 5.1.2, after the CUDA samples): a block stages an image tile
+// plus its apron in shared memory (converted to the compute type once), and every thread
+// accumulates R outputs down a column with a sliding register window (sliding.cuh); fp32 with an
+// odd square kernel of 3..17 taps takes naive_fixed.cu's variant (shape compiled in). Taps are
+// processed in chunks of CU x CV, so there is no limit on the kernel size. The coefficients are
+// staged per chunk in shared memory; optionally (see coefficients_in_constant_memory) they travel
+// as a __grid_constant__ launch parameter, i.e. in constant memory private to each launch (plans
+// on different streams never race), when they fit in 30 KB.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "core/factories.hpp"
+#include "cuda/runtime/common.cuh"
+#include "cuda/methods/naive/naive_fixed.cuh"
+#include "cuda/runtime/precision.cuh"
+#include "cuda/runtime/sliding.cuh"
+
+namespace tc {
+namespace cuda {
+namespace {
+
+constexpr int BX = 32, BY = 8;   // threads; a warp spans BX columns (of W pixels' lanes)
+constexpr int CU = 32, CV = 32;  // taps per chunk (rows, columns)
+constexpr int kSmallCapBytes = 4096, kLargeCapBytes = 30000;
+
+template <Precision P>
+constexpr int rows_per_thread() { return P == Precision::fp64 ? 4 : 8; }
+
+template <class Vec, int N>
+struct Coefs {
+  Vec k[N];
+};
+
+template <Precision P, int KCAP>
+__global__ void __launch_bounds__(BX* BY)
+    shmem_kernel(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
+                 int iw, typename Prec<P>::Store* __restrict__ out, std::int64_t out_stride,
+                 int oh, int ow, int kh, int kw, int pitch,
+                 std::int64_t in_bstride, std::int64_t out_bstride,  // image blockIdx.z of a stack
+                 const typename Prec<P>::Vec* __restrict__ kglob,
+                 const __grid_constant__ Coefs<typename Prec<P>::Vec, (KCAP > 0 ? KCAP : 1)> kc) {
+  using T = Prec<P>;
+  using Vec = typename T::Vec;
+  constexpr int R = rows_per_thread<P>(), OH = BY * R, W = T::W;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  Vec* tile = reinterpret_cast<Vec*>(smem_raw);
+  Vec* ks = tile + (OH + imin(kh, CU) - 1) * pitch;  // kernel chunk when KCAP == 0
+
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int ox0 = blockIdx.x * BX * W;
+  in += blockIdx.z * in_bstride;
+  out += blockIdx.z * out_bstride;
+  for (int oy0 = blockIdx.y * OH; oy0 < oh; oy0 += gridDim.y * OH) {
+    Vec acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = T::zero();
+    for (int u0 = 0; u0 < kh; u0 += CU) {
+      const int cu = imin(CU, kh - u0);
+      for (int v0 = 0; v0 < kw; v0 += CV) {
+        const int cv = imin(CV, kw - v0);
+        const int rows = OH + cu - 1, cols = BX + cv - 1;
+        __syncthreads();  // the previous chunk is consumed
+        // Division-free 2-D staging: lanes along a row (coalesced), warps down the rows.
+        for (int a = ty; a < rows; a += BY) {
+          const int gy = oy0 + u0 + a;
+          const typename T::Store* row = in + gy * in_stride;
+#pragma unroll 2
+          for (int b = tx; b < cols; b += BX) {
+            const int gx = ox0 + v0 + b;
+            typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
+            if (gy < ih) {
+              if (gx < iw) e0 = T::load(row[gx]);
+              if (W == 2 && gx + BX < iw) e1 = T::load(row[gx + BX]);  // lane 1: BX pixels on
+            }
+            tile[a * pitch + b] = T::pack(e0, e1);
+          }
+        }
+        if constexpr (KCAP == 0) {
+          for (int a = ty; a < cu; a += BY)
+            for (int b = tx; b < cv; b += BX) ks[a * CV + b] = kglob[(u0 + a) * kw + v0 + b];
+        }
+        __syncthreads();
+        const Vec* base = tile + ty * R * pitch + tx;
+        for (int v = 0; v < cv; ++v) {
+          if constexpr (KCAP > 0) {
+            const int kb = u0 * kw + v0 + v;
+            slide_column<T, R>(acc, base + v, pitch, cu, [&](int u) { return kc.k[kb + u * kw]; });
+          } else {
+            slide_column<T, R>(acc, base + v, pitch, cu, [&](int u) { return ks[u * CV + v]; });
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int y = oy0 + ty * R + r, x = ox0 + tx;
+      if (y < oh) {
+        typename T::Store* o = out + y * out_stride;
+        if (x < ow) o[x] = T::store(T::lane(acc[r], 0));
+        if (W == 2 && x + BX < ow) o[x + BX] = T::store(T::lane(acc[r], 1));
+      }
+    }
+  }
+}
+
+template <Precision P, int KCAP>
+class ShmemPlan final : public BatchedCudaPlan {
+  using T = Prec<P>;
+  using Vec = typename T::Vec;
+  using K = Coefs<Vec, (KCAP > 0 ? KCAP : 1)>;
+
+ public:
+  explicit ShmemPlan(const PlanRequest& r) : BatchedCudaPlan(r), kc_(std::make_unique<K>()) {
+    const std::int64_t n = r.kh * r.kw;
+    upload_coefficients<P>(r.kernel, n, coef_);
+    if constexpr (KCAP > 0)
+      TC_CUDA_CHECK(cudaMemcpy(kc_->k, coef_.get(), n * sizeof(Vec), cudaMemcpyDeviceToHost));
+    constexpr int OH = BY * rows_per_thread<P>();
+    pitch_ = BX + static_cast<int>(std::min<std::int64_t>(CV, r.kw)) - 1;
+    smem_ = (OH + std::min<std::int64_t>(CU, r.kh) - 1) * pitch_ * sizeof(Vec) +
+            (KCAP == 0 ? CU * CV * sizeof(Vec) : 0);
+  }
+  // The kernel's coefficients live in the launch parameters or a small device buffer.
+  std::size_t workspace_bytes() const override { return KCAP == 0 ? coef_.bytes() : 0; }
+
+ protected:
+  // One launch per 65535 images (gridDim.z): small images fill the card together.
+  void run_device_batch(const Tensor2D& in, std::int64_t in_bstride, const Tensor2D& out,
+                        std::int64_t out_bstride, std::int64_t batch,
+                        cudaStream_t stream) override {
+    constexpr int OH = BY * rows_per_thread<P>();
+    const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
+    const dim3 block(BX, BY);
+    for (std::int64_t b0 = 0; b0 < batch; b0 += 65535) {
+      const dim3 grid(ceil_div(ow, BX * T::W), std::min(ceil_div(oh, OH), 65535),
+                      static_cast<unsigned>(std::min<std::int64_t>(batch - b0, 65535)));
+      shmem_kernel<P, KCAP><<<grid, block, smem_, stream>>>(
+          in.ptr<typename T::Store>() + b0 * in_bstride, in.row_stride,
+          static_cast<int>(in.rows), static_cast<int>(in.cols),
+          out.ptr<typename T::Store>() + b0 * out_bstride, out.row_stride, oh, ow,
+          static_cast<int>(kh_), static_cast<int>(kw_), pitch_, in_bstride, out_bstride,
+          coef_.get<Vec>(), *kc_);
+      TC_CUDA_LAUNCH_CHECK();
+    }
+  }
+
+ private:
+  DeviceBuffer coef_;
+  std::unique_ptr<K> kc_;  // host copy handed to every launch (up to 30 KB)
+  int pitch_ = 0;
+  std::size_t smem_ = 0;
+};
+
+// Where the coefficients live: shared memory (default: staged per chunk, read as shared-memory
+// broadcasts) or constant memory (launch parameters, up to 30 KB). On the H100 the constant path
+// stalled on constant-cache misses (Nsight Compute, 2026-11-22); both are kept so the benchmark
+// can time them side by side (plan option naive_shmem.coefficients = 'constant').
+template <Precision P>
+std::unique_ptr<Plan> make_shmem(const PlanRequest& r) {
+  using Vec = typename Prec<P>::Vec;
+  constexpr int small = kSmallCapBytes / sizeof(Vec), large = kLargeCapBytes / sizeof(Vec);
+  const std::int64_t n = r.kh * r.kw;
+  if (!r.options.naive_shmem_constant) return std::make_unique<ShmemPlan<P, 0>>(r);
+  if (n <= small) return std::make_unique<ShmemPlan<P, small>>(r);
+  if (n <= large) return std::make_unique<ShmemPlan<P, large>>(r);
+  return std::make_unique<ShmemPlan<P, 0>>(r);
+}
+
+}  // namespace
+}  // namespace cuda
+
+std::unique_ptr<Plan> make_naive_shmem_plan(const PlanRequest& r) {
+  cuda::check_int_extent(r);
+  if (cuda::naive_fixed_applies(r)) return cuda::make_naive_fixed_plan(r);
+  return cuda::with_precision(r.precision, [&](auto tag) -> std::unique_ptr<Plan> {
+    return cuda::make_shmem<decltype(tag)::value>(r);
+  });
+}
+
+}  // namespace tc

@@ -1,0 +1,134 @@
+// cuFFT helpers shared by the fft method's two forms (fft.cu: 2-D transform pair, fft_rows.cu:
+// row transforms around a direct product down the columns): error checks that name the cuFFT
+// result, per-precision transform types, a plan whose work area the method owns (reported by
+// workspace_bytes), and cuFFT's fast sizes.
+#pragma once
+#include <cufft.h>
+#include <cufftXt.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cuda/runtime/common.cuh"
+#include "cuda/runtime/precision.cuh"
+
+namespace tc {
+namespace cuda {
+
+inline const char* cufft_name(cufftResult r) {
+  switch (r) {
+    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
+    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
+    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
+    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
+    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
+    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+    default: return "cuFFT error";
+  }
+}
+
+[[noreturn]] inline void throw_cufft(cufftResult r, const char* what, const char* file, int line) {
+  cudaError_t e = cudaGetLastError();
+  std::string msg = std::string("cuFFT error ") + cufft_name(r) + " (" + std::to_string(int(r)) +
+                    ") in " + what + " at " + file + ":" + std::to_string(line);
+  if (e != cudaSuccess) msg += std::string("; CUDA: ") + cudaGetErrorString(e);
+  if (r == CUFFT_ALLOC_FAILED || e == cudaErrorMemoryAllocation)
+    throw OutOfMemory("out of device memory: " + msg);
+  throw DeviceError(msg);
+}
+
+#define TC_CUFFT_CHECK(expr)                                                           \
+  do {                                                                                 \
+    cufftResult tc_fr_ = (expr);                                                       \
+    if (tc_fr_ != CUFFT_SUCCESS) ::tc::cuda::throw_cufft(tc_fr_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+// Transform types per precision: Real/Cplx in device memory and cuFFT's data types.
+template <Precision P>
+struct Fft {
+  using Real = float;
+  using Cplx = float2;
+  static constexpr cudaDataType rtype = CUDA_R_32F, ctype = CUDA_C_32F;
+  static constexpr bool scaled = false;
+};
+template <>
+struct Fft<Precision::fp16> {
+  using Real = __half;
+  using Cplx = __half2;
+  static constexpr cudaDataType rtype = CUDA_R_16F, ctype = CUDA_C_16F;
+  static constexpr bool scaled = true;
+};
+template <>
+struct Fft<Precision::fp64> {
+  using Real = double;
+  using Cplx = double2;
+  static constexpr cudaDataType rtype = CUDA_R_64F, ctype = CUDA_C_64F;
+  static constexpr bool scaled = false;
+};
+
+// A cuFFT plan whose work area we own, so that workspace_bytes() can report it.
+class CufftPlan {
+ public:
+  CufftPlan() = default;
+  ~CufftPlan() {
+    if (h_) cufftDestroy(h_);
+  }
+  CufftPlan(const CufftPlan&) = delete;
+  CufftPlan& operator=(const CufftPlan&) = delete;
+  // batch transforms of contiguous n0 x n1 arrays (out-of-place: dense input and output).
+  std::size_t make(long long n0, long long n1, cudaDataType in, cudaDataType out,
+                   cudaDataType exec, bool own_work, long long batch = 1) {
+    TC_CUFFT_CHECK(cufftCreate(&h_));
+    if (own_work) TC_CUFFT_CHECK(cufftSetAutoAllocation(h_, 0));
+    long long n[2] = {n0, n1};
+    std::size_t ws = 0;
+    TC_CUFFT_CHECK(cufftXtMakePlanMany(h_, 2, n, nullptr, 1, 0, in, nullptr, 1, 0, out, batch,
+                                       &ws, exec));
+    return ws;
+  }
+  // batch 1-D transforms of length n along rows idist (input) / odist (output) elements apart.
+  std::size_t make_rows(long long n, long long idist, long long odist, cudaDataType in,
+                        cudaDataType out, cudaDataType exec, bool own_work, long long batch) {
+    TC_CUFFT_CHECK(cufftCreate(&h_));
+    if (own_work) TC_CUFFT_CHECK(cufftSetAutoAllocation(h_, 0));
+    long long nn[1] = {n}, ie[1] = {idist}, oe[1] = {odist};
+    std::size_t ws = 0;
+    TC_CUFFT_CHECK(cufftXtMakePlanMany(h_, 1, nn, ie, 1, idist, in, oe, 1, odist, out, batch,
+                                       &ws, exec));
+    return ws;
+  }
+  cufftHandle get() const { return h_; }
+
+ private:
+  cufftHandle h_ = 0;
+};
+
+inline std::int64_t next_fast_size(std::int64_t n, bool pow2) {
+  n = std::max<std::int64_t>(n, 2);
+  if (pow2) {
+    std::int64_t p = 1;
+    while (p < n) p <<= 1;
+    return p;
+  }
+  for (std::int64_t m = n;; ++m) {
+    std::int64_t r = m;
+    for (int f : {2, 3, 5, 7})
+      while (r % f == 0) r /= f;
+    if (r == 1) return m;
+  }
+}
+
+
+// fft by rows (fft_rows.cu): whether make_fft_plan takes it for this request (plan option
+// fft.layout; automatic: real fp32 / fp64, a fast width, kh <= kFftRowsMaxTaps, where it measured
+// faster than the 2-D pair), and its factory.
+constexpr std::int64_t kFftRowsMaxTaps = 120;
+bool fft_rows_applies(const PlanRequest& r);
+std::unique_ptr<Plan> make_fft_rows_plan(const PlanRequest& r);
+
+}  // namespace cuda
+}  // namespace tc
