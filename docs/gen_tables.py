@@ -391,6 +391,12 @@ def api_pages() -> None:
                 lines += [f".. data:: {n}", f"   :value: {r if len(r) < 120 else '...'}", "",
                           "   " + _DATA_DOCS.get(n, "A module constant."), ""]
                 continue
+            home = getattr(o, "__module__", "") or ""
+            if not home.startswith("tensorconv"):
+                lines += [f".. rubric:: ``{n}``", "",
+                          f"``{home}.{o.__name__}``, re-exported from that library so that code "
+                          f"written for it works unchanged.", ""]
+                continue
             if id(o) in documented:
                 lines += [f".. rubric:: ``{n}``", "",
                           f"The same object as :func:`{documented[id(o)]}` (re-exported).", ""]
