@@ -338,21 +338,27 @@ def headline(results) -> str:
     path, doc = max(sel, key=lambda pd: str(pd[1].get("created", "")))
     rows = [r for r in doc["rows"] if r.get("timing") == "kernel" and r.get("median_ms")
             and list(r["image"]) == [4096, 4096] and r.get("kernel_kind", "random") == "random"]
-    out = [f"| precision | k | fastest tensorconv method | ms | MAPE % | fastest peer | ms |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| precision | k | fastest tensorconv method | ms | MAPE % | PyTorch conv2d (cuDNN) ms "
+           "| fastest FFT peer ms |", "|---|---|---|---|---|---|---|"]
+    peer_prec = {"fp16fp32": "fp16"}  # cuDNN's half convolution is the fp16fp32 peer
     for prec in ("fp16fp32", "bf16", "tf32", "fp32", "fp64"):
         for k in (15, 55):
-            pts = [r for r in rows if r["precision"] == prec and r["kernel"][0] == k]
-            own = [r for r in pts if not r["impl"].startswith("peer:") and r["impl"] != "auto"]
-            peers = [r for r in rows if r["impl"].startswith("peer:") and r["kernel"][0] == k]
+            pts = [r for r in rows if r["kernel"][0] == k]
+            own = [r for r in pts if r["precision"] == prec and not r["impl"].startswith("peer:")
+                   and r["impl"] != "auto"]
             if not own:
                 continue
             b = min(own, key=lambda r: r["median_ms"])
-            pb = min(peers, key=lambda r: r["median_ms"]) if peers else None
+            cud = [r for r in pts if r["impl"] == "peer:torch_conv2d"
+                   and r["precision"] == peer_prec.get(prec, prec)]
+            fp = "fp64" if prec == "fp64" else "fp32"
+            ffts = [r for r in pts if r["impl"] in ("peer:torch_fft", "peer:cupy_fftconvolve")
+                    and r["precision"] == fp]
+            f = min(ffts, key=lambda r: r["median_ms"]) if ffts else None
             out.append(f"| {prec} | {k} | `{b['impl']}` | {b['median_ms']:.3g} | "
                        f"{b.get('mape_pct', float('nan')):.2g} | "
-                       + (f"{pb['impl'][5:]} ({pb['precision']}) | {pb['median_ms']:.3g} |"
-                          if pb else "- | - |"))
+                       + (f"{cud[0]['median_ms']:.3g}" if cud else "-") + " | "
+                       + (f"{f['median_ms']:.3g} ({f['impl'][5:]}, {fp})" if f else "-") + " |")
     out.append("")
     out.append(f"{_device(doc)}, 4096² image, kernel time (median of 20 CUDA-event timings), "
                f"`{path.name}` of {doc.get('created', '?')[:10]}.")
