@@ -70,9 +70,37 @@ def make_core_plan(method: str, kernel: np.ndarray, ih: int, iw: int, precision:
 
 @functools.lru_cache(maxsize=256)
 def default_precision(*dtype_strs: str) -> str:
-    """float64 -> fp64, float32 -> fp32, float16 -> fp16fp32, complex64 -> fp32 (complex
-    arithmetic on float32 parts), complex128 -> fp64; integers, bool and anything wider than
-    float64 -> fp64 (numpy's promotion of the two inputs decides)."""
+    """The precision tensorconv computes in, by default, for inputs of these dtypes.
+
+    NumPy's promotion of the input dtypes decides: float64 -> 'fp64', float32 -> 'fp32',
+    float16 -> 'fp16fp32', complex64 -> 'fp32' (complex arithmetic on float32 parts),
+    complex128 -> 'fp64'; integers, bool and anything wider than float64 -> 'fp64'.
+
+    Parameters
+    ----------
+    *dtype_strs : str
+        The dtype names of the inputs, e.g. ``"float32"``, ``"int16"``.
+
+    Returns
+    -------
+    str
+        One of `PRECISIONS`.
+
+    Raises
+    ------
+    TypeError
+        A string that is not a NumPy dtype name.
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> tc.default_precision("float32", "float32")
+    'fp32'
+    >>> tc.default_precision("float16", "float32")
+    'fp32'
+    >>> tc.default_precision("uint8", "int8")
+    'fp64'
+    """
     dt = np.result_type(*[np.dtype(d) if d != "bfloat16" else np.float32 for d in dtype_strs])
     if dt == np.float16:
         return "fp16fp32"
@@ -300,13 +328,54 @@ def _image_shape(image_shape) -> tuple:
 class Plan:
     """A reusable correlation (or convolution) of images of one shape with one kernel.
 
-    Holds the method's prepared kernel state and workspace; call it with an image. Complex data
-    (fp32 or fp64) is decomposed into real correlations of the parts by the same method: with
-    the effective kernel E = conj(K) (correlation) or flip(K) (convolution) and image a + ib,
-    out = (a*Er - b*Ei) + i(a*Ei + b*Er): four real products (two for a real kernel or image),
-    never Gauss's three-product form, whose (a+b)*(Er+Ei) term cancels and loses accuracy.
-    Methods whose registry row says complex_native (fft: C2C transforms) take the interleaved
-    complex image themselves, in one plan made at the first complex call.
+    Made by `plan` (the same arguments); holds the method's prepared kernel state (transposed or
+    padded kernel, spectrum, rank factors, tile configuration) and its workspace. Call it with
+    an (H, W) image or a (B, H, W) stack.
+
+    Parameters
+    ----------
+    kernel : array_like
+        The 2-D kernel (NumPy, CuPy or PyTorch CUDA).
+    image_shape : tuple of int
+        (H, W) of the images the plan will take.
+    mode, boundary, fillvalue, method, precision, convolve, device, options
+        As for `plan`.
+
+    Attributes
+    ----------
+    method : str
+        The registry method that runs (``'auto'`` resolved).
+    precision : str
+        The precision it computes in.
+    image_shape, kernel_shape, out_shape : tuple of int
+        The image, kernel and output shapes of one image.
+    mode, boundary, fillvalue, convolve, options
+        The arguments the plan was made with (boundary in its canonical name).
+    storage : str
+        The dtype data are stored in for the method (e.g. ``'float32'``).
+
+    See Also
+    --------
+    plan : make one.
+
+    Notes
+    -----
+    Complex data (fp32 or fp64) are decomposed into real correlations of the parts by the same
+    method: with the effective kernel E = conj(K) (correlation) or flip(K) (convolution) and
+    image a + ib, out = (a*Er - b*Ei) + i(a*Ei + b*Er): four real products (two for a real
+    kernel or image), never Gauss's three-product form, whose (a+b)*(Er+Ei) term cancels and
+    loses accuracy. Methods whose registry row says ``complex_native`` (``fft``, ``fft_cpu``)
+    take the interleaved complex image themselves, in one plan made at the first complex call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tensorconv as tc
+    >>> p = tc.plan(np.ones((3, 3)), (6, 6), mode="same", method="direct")
+    >>> p
+    tensorconv.Plan(method='direct', precision='fp64', kernel=(3, 3), image=(6, 6), mode='same', boundary='fill')
+    >>> p.out_shape
+    (6, 6)
     """
 
     def __init__(self, kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0,
@@ -390,7 +459,21 @@ class Plan:
 
     @property
     def workspace_bytes(self) -> int:
-        """Extra memory the method holds or needs beyond input and output."""
+        """Extra memory the method holds or needs beyond input and output, in bytes.
+
+        Returns
+        -------
+        int
+            Bytes (device memory for CUDA methods, host memory for CPU methods).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import tensorconv as tc
+        >>> p = tc.plan(np.ones((3, 3)), (64, 64), mode="valid", method="direct")
+        >>> isinstance(p.workspace_bytes, int)
+        True
+        """
         extra = sum(p.workspace_bytes for p in (self._plan_i, self._plan_c) if p is not None)
         return int(self._plan.workspace_bytes) + int(extra)
 
@@ -490,8 +573,38 @@ class Plan:
                           _COMPLEX_STORAGE[self.precision])
 
     def __call__(self, image):
-        """Correlate one (H, W) image, or every image of a (B, H, W) stack (B >= 1; the result
-        is (B, *out_shape)), with the plan's kernel. NumPy, CuPy and PyTorch-CUDA arrays."""
+        """Correlate (or convolve) one image, or every image of a stack, with the plan's kernel.
+
+        Parameters
+        ----------
+        image : array_like
+            An (H, W) image or a (B, H, W) stack (B >= 1) of the plan's image shape: NumPy, CuPy or
+            PyTorch (CUDA). Its dtype is cast to the precision's storage.
+
+        Returns
+        -------
+        array
+            The same array type on the same device: shape `out_shape`, or ``(B, *out_shape)`` for a
+            stack; dtype the precision's storage (complex for complex data).
+
+        Raises
+        ------
+        ValueError
+            An image of another shape, or complex data with a precision that refuses them.
+        TypeError
+            A non-numeric image.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import tensorconv as tc
+        >>> p = tc.plan(np.ones((2, 2)), (3, 3), mode="valid", method="direct")
+        >>> p(np.arange(9.0).reshape(3, 3))
+        array([[ 8., 12.],
+               [20., 24.]])
+        >>> p(np.ones((4, 3, 3))).shape          # a stack of four images
+        (4, 2, 2)
+        """
         b = backend_of(image)
         image = b.asarray(image)
         _check_array(image, b, "image", (2, 3))
@@ -557,22 +670,100 @@ def _finite_data(b, image, complex_image: bool, fill) -> bool:
 
 def plan(kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0, method="auto",
          precision=None, convolve=False, device=None, options=None) -> Plan:
-    """Prepare a reusable correlation (convolve=False) or convolution of `kernel` over images of
-    `image_shape` (H, W). The plan takes one (H, W) image or a (B, H, W) stack of them (one
-    call, the kernel state prepared once). `device` ('cpu' or 'cuda') guides method='auto' for
-    host kernels.
+    """Prepare a reusable correlation (or convolution) of `kernel` over images of one shape.
 
-    `options`: a dict of typed plan options that choose among the named method's code paths,
-    e.g. {"separable.fused": False} (the two-pass form) or {"im2tensor.db": 16}; every default
-    is the measured choice. tensorconv.plan_options() lists each option with its methods, valid
-    values, default and meaning; an unknown option, one of another method or a bad value is a
-    ValueError naming the valid ones. Not with method='auto'."""
+    The plan takes one (H, W) image or a (B, H, W) stack of them (one call, the kernel state
+    prepared once). On a GPU, make the plan once and call it: building it (workspaces, rank
+    factors, the kernel's spectrum) costs far more than a call.
+
+    Parameters
+    ----------
+    kernel : array_like
+        The 2-D kernel: NumPy, CuPy or PyTorch (CUDA).
+    image_shape : tuple of int
+        (H, W) of the images the plan will take.
+    mode : {'full', 'valid', 'same'}, optional
+        As in `correlate2d`.
+    boundary : {'fill', 'wrap', 'symm'}, optional
+        As in `correlate2d`.
+    fillvalue : scalar, optional
+        As in `correlate2d`.
+    method : str, optional
+        'auto' or a registry method name (`methods`).
+    precision : str, optional
+        One of `PRECISIONS`; default from the kernel's dtype.
+    convolve : bool, optional
+        True: a convolution (the kernel flipped), as `convolve2d`.
+    device : {None, 'cpu', 'cuda'}, optional
+        Where ``method='auto'`` should run for host kernels (None: where the data are).
+    options : dict, optional
+        Typed plan options choosing among the named method's code paths, e.g.
+        ``{"separable.fused": False}`` (the two-pass form) or ``{"im2tensor.db": 16}``; every
+        default is the measured choice. `plan_options` lists them. Not with ``method='auto'``.
+
+    Returns
+    -------
+    Plan
+        Call it with an image or a stack.
+
+    Raises
+    ------
+    ValueError
+        An unknown mode, boundary, method, precision or device; a method unavailable here (the
+        message says why); in 'valid' mode a kernel larger than the image; an unknown option,
+        one of another method, a bad value, or options with ``method='auto'``.
+    TypeError
+        A non-numeric kernel, or an `image_shape` that is not a pair of integers.
+    MemoryError
+        The method's workspace does not fit on the device.
+
+    See Also
+    --------
+    correlate2d : one call, with the plan cache for NumPy data.
+    plan_options : the options and their valid values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tensorconv as tc
+    >>> kernel = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> p = tc.plan(kernel, (4, 4), mode="valid", method="direct", precision="fp64")
+    >>> p.method, p.out_shape
+    ('direct', (3, 3))
+    >>> image = np.arange(16.0).reshape(4, 4)
+    >>> p(image)
+    array([[ 5.,  7.,  9.],
+           [13., 15., 17.],
+           [21., 23., 25.]])
+    """
     return Plan(kernel, image_shape, mode=mode, boundary=boundary, fillvalue=fillvalue,
                 method=method, precision=precision, convolve=convolve, device=device,
                 options=options)
 
 
 class PlanOption(NamedTuple):
+    """One plan option: a typed switch among a method's code paths, or a tile override.
+
+    Attributes
+    ----------
+    name : str
+        ``"family.option"``, e.g. ``"separable.fused"``.
+    methods : tuple of str
+        The methods it applies to.
+    values : str
+        The valid values.
+    default : str
+        The default (None: the method's own, measured, choice).
+    doc : str
+        What it chooses.
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> o = next(o for o in tc.plan_options() if o.name == "separable.fused")
+    >>> o.methods
+    ('separable',)
+    """
     name: str  # "family.option", e.g. "separable.fused"
     methods: tuple  # the methods it applies to
     values: str  # the valid values
@@ -581,8 +772,22 @@ class PlanOption(NamedTuple):
 
 
 def plan_options() -> list:
-    """Every plan option (tensorconv.plan(..., options={...})): name, methods, valid values,
-    default and what it chooses. The C++ core's table (csrc/core/plan_options.cpp)."""
+    """Every plan option `plan` accepts in ``options={...}``.
+
+    The table comes from the C++ core, which also validates the options a plan is given.
+
+    Returns
+    -------
+    list of PlanOption
+        Name, methods, valid values, default and what each option chooses.
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> names = [o.name for o in tc.plan_options()]
+    >>> "separable.fused" in names and "fft.layout" in names
+    True
+    """
     return [PlanOption(n, tuple(x.strip() for x in m.split(",")), v, d, doc)
             for n, m, v, d, doc in _core.plan_options()]
 
@@ -681,21 +886,77 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
 
 
 def calibrate_cpu(save: bool = True) -> dict:
-    """Measure this machine's costs of the CPU methods for method='auto' (about a second per
-    precision) and keep them in the user's cache directory for later processes; returns the
-    constants (seconds per output, per multiply-add, per FFT unit, fixed)."""
+    """Measure this machine's costs of the CPU methods for ``method='auto'``.
+
+    Takes about a second per precision. With `save`, the constants are kept in the user's cache
+    directory (``cpu_cost/``, one file per CPU model, core count and SIMD path), where later
+    processes read them; cached 'auto' plans are dropped, since they were chosen with the old
+    constants.
+
+    Parameters
+    ----------
+    save : bool, optional
+        Keep the constants for later processes (default True).
+
+    Returns
+    -------
+    dict
+        The constants per precision: seconds per output, per multiply-add, per FFT unit, and
+        fixed.
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> constants = tc.calibrate_cpu(save=False)    # doctest: +SKIP
+    >>> sorted(constants)                           # doctest: +SKIP
+    ['fp32', 'fp64']
+    """
     constants = _cpu_cost.calibrate(save=save)
     _plan_cache.clear()  # cached 'auto' plans were chosen with the old constants
     return constants
 
 
 def clear_plan_cache() -> None:
-    """Forget the plans correlate2d/convolve2d keep for repeated calls."""
+    """Forget the plans `correlate2d` and `convolve2d` keep for repeated calls.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> tc.clear_plan_cache()
+    >>> tc.plan_cache_info()["plans"]
+    0
+    """
     _plan_cache.clear()
 
 
 def plan_cache_info() -> dict:
-    """The plan cache's entries, bounds (plans, bytes), hits and misses."""
+    """The plan cache's state.
+
+    Repeated `correlate2d` / `convolve2d` calls on host kernels reuse their plan from a bounded
+    cache (CPU plans only; GPU plans hold device buffers), keyed on the kernel's bytes, dtype and
+    shape, the image shape, mode, boundary, fill value, method, precision and device.
+
+    Returns
+    -------
+    dict
+        ``plans``, ``max_plans``, ``bytes``, ``max_bytes``, ``hits`` and ``misses``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tensorconv as tc
+    >>> tc.clear_plan_cache()
+    >>> x, k = np.ones((32, 32)), np.ones((3, 3))
+    >>> _ = tc.correlate2d(x, k, "valid", method="direct")
+    >>> _ = tc.correlate2d(x, k, "valid", method="direct")
+    >>> info = tc.plan_cache_info()
+    >>> info["plans"], info["hits"] >= 1
+    (1, True)
+    """
     return _plan_cache.info()
 
 
@@ -710,40 +971,213 @@ def _integer_sums_inexact(in1, in2, b1, b2, rt) -> bool:
     return m1 * m2 * terms >= 2.0**53
 
 
-def _dtype_doc(f):
-    f.__doc__ += (
-        "\n\n    Integer and bool inputs give scipy's dtype (NumPy's promotion of the two: exact "
-        "fp64 sums,\n    wrapped as scipy's integer arithmetic wraps them; where sums may pass "
-        "2**53, scipy\n    itself computes them); float and complex inputs give the precision's "
-        "storage (float16,\n    float32, float64; complex64 for fp32, complex128 for fp64). "
-        "`dtype` asks for another,\n    e.g. dtype=np.float64 for exact wide integer results."
-        "\n\n    batch=True: in1 is a (B, H, W) stack (B >= 1) and every image is processed with "
-        "the one\n    kernel in one call (result (B, ...)); the default is scipy's 2-D behaviour.")
-    return f
-
-
-@_dtype_doc
 def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="auto",
                 precision=None, dtype=None, options=None, batch=False):
-    """Cross-correlate two 2-D arrays, as scipy.signal.correlate2d, by any registry method
-    (`options`: the named method's plan options, as tensorconv.plan takes them; `batch=True`:
-    in1 is a (B, H, W) stack, each image correlated with in2)."""
+    """Cross-correlate two 2-D arrays, as ``scipy.signal.correlate2d``, by any registry method.
+
+    Parameters
+    ----------
+    in1 : array_like
+        The image: a 2-D NumPy, CuPy or PyTorch (CUDA) array; with ``batch=True`` a (B, H, W)
+        stack. Real, complex, integer or bool.
+    in2 : array_like
+        The kernel, a 2-D array (NumPy or the image's device array type).
+    mode : {'full', 'valid', 'same'}, optional
+        Output size, as in scipy: the full correlation, only outputs whose window lies inside
+        the image (scipy's swap rule: in 'valid' mode the larger input is the image), or the
+        size of `in1`, centred as scipy centres it.
+    boundary : {'fill', 'wrap', 'symm'}, optional
+        How the image is extended: `fillvalue`, periodically, or mirrored with the edge pixel
+        repeated. scipy's synonyms 'pad', 'circular' and 'symmetric' are accepted.
+    fillvalue : scalar, optional
+        The value outside the image for ``boundary='fill'`` (a scalar or one-element array,
+        complex allowed).
+    method : str, optional
+        'auto' (the default: chosen by a measured cost model, see `explain`) or the name of any
+        registry method with entry ``correlate2d`` (`methods` lists them).
+    precision : str, optional
+        One of `PRECISIONS`; default from the input dtypes (`default_precision`). Never lowered
+        unless asked.
+    dtype : dtype, optional
+        The output dtype; default scipy's (integers, bool) or the precision's storage (floats).
+    options : dict, optional
+        Plan options of the named method (`plan_options`); not with ``method='auto'``.
+    batch : bool, optional
+        True: `in1` is a (B, H, W) stack (B >= 1) and every image is processed with the one
+        kernel in one call; the result is (B, ...). Default: scipy's 2-D behaviour.
+
+    Returns
+    -------
+    array
+        The correlation, the same array type as `in1` on the same device; shape and dtype as
+        scipy gives them (see Notes).
+
+    Raises
+    ------
+    ValueError
+        An unknown mode, boundary, method or precision; a method that is unavailable here (the
+        message says why) or cannot take the data (complex data on a method without fp32/fp64,
+        half or tf32 precisions with complex data); in 'valid' mode, inputs neither of which
+        is at least as large as the other; bad plan options; a bad fill value.
+    TypeError
+        A non-numeric input (strings, objects) or a `batch` that is not a bool.
+    MemoryError
+        The method's workspace or the output does not fit on the device.
+
+    See Also
+    --------
+    convolve2d, plan, explain
+
+    Notes
+    -----
+    Integer and bool inputs give scipy's dtype (NumPy's promotion of the two: exact fp64 sums,
+    wrapped as scipy's integer arithmetic wraps them; where sums may pass 2**53, scipy itself
+    computes them). Float and complex inputs give the precision's storage dtype (float16,
+    float32, float64; complex64 for fp32, complex128 for fp64); `dtype` asks for another, e.g.
+    ``dtype=np.float64`` for exact wide integer results.
+
+    Complex data run on every method with fp32/fp64 as four real correlations of the parts (two
+    when the kernel or the image is real); ``fft`` and ``fft_cpu`` take them natively.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.signal
+    >>> import tensorconv as tc
+    >>> image = np.arange(16.0).reshape(4, 4)
+    >>> kernel = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> tc.correlate2d(image, kernel, "valid", method="direct")
+    array([[ 34.,  44.,  54.],
+           [ 74.,  84.,  94.],
+           [114., 124., 134.]])
+    >>> out = tc.correlate2d(image, kernel, mode="same", boundary="symm")
+    >>> np.allclose(out, scipy.signal.correlate2d(image, kernel, "same", "symm"))
+    True
+    >>> tc.correlate2d(image.astype(np.float32), kernel, "full", precision="fp32").dtype
+    dtype('float32')
+    >>> tc.correlate2d(np.ones((3, 4, 4)), kernel, "valid", batch=True).shape
+    (3, 3, 3)
+    """
     return _run(in1, in2, mode, boundary, fillvalue, method, precision, False, dtype,
                 options, batch)
 
 
-@_dtype_doc
 def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="auto",
                precision=None, dtype=None, options=None, batch=False):
-    """Convolve two 2-D arrays, as scipy.signal.convolve2d, by any registry method
-    (`options`: the named method's plan options, as tensorconv.plan takes them; `batch=True`:
-    in1 is a (B, H, W) stack, each image convolved with in2)."""
+    """Convolve two 2-D arrays, as ``scipy.signal.convolve2d``, by any registry method.
+
+    Parameters
+    ----------
+    in1 : array_like
+        The image: a 2-D NumPy, CuPy or PyTorch (CUDA) array; with ``batch=True`` a (B, H, W)
+        stack. Real, complex, integer or bool.
+    in2 : array_like
+        The kernel (flipped, as convolution flips it), a 2-D array (NumPy or the image's device array type).
+    mode : {'full', 'valid', 'same'}, optional
+        Output size, as in scipy: the full correlation, only outputs whose window lies inside
+        the image (scipy's swap rule: in 'valid' mode the larger input is the image), or the
+        size of `in1`, centred as scipy centres it.
+    boundary : {'fill', 'wrap', 'symm'}, optional
+        How the image is extended: `fillvalue`, periodically, or mirrored with the edge pixel
+        repeated. scipy's synonyms 'pad', 'circular' and 'symmetric' are accepted.
+    fillvalue : scalar, optional
+        The value outside the image for ``boundary='fill'`` (a scalar or one-element array,
+        complex allowed).
+    method : str, optional
+        'auto' (the default: chosen by a measured cost model, see `explain`) or the name of any
+        registry method with entry ``correlate2d`` (`methods` lists them).
+    precision : str, optional
+        One of `PRECISIONS`; default from the input dtypes (`default_precision`). Never lowered
+        unless asked.
+    dtype : dtype, optional
+        The output dtype; default scipy's (integers, bool) or the precision's storage (floats).
+    options : dict, optional
+        Plan options of the named method (`plan_options`); not with ``method='auto'``.
+    batch : bool, optional
+        True: `in1` is a (B, H, W) stack (B >= 1) and every image is processed with the one
+        kernel in one call; the result is (B, ...). Default: scipy's 2-D behaviour.
+
+    Returns
+    -------
+    array
+        The convolution, the same array type as `in1` on the same device; shape and dtype as
+        scipy gives them (see Notes).
+
+    Raises
+    ------
+    ValueError
+        An unknown mode, boundary, method or precision; a method that is unavailable here (the
+        message says why) or cannot take the data (complex data on a method without fp32/fp64,
+        half or tf32 precisions with complex data); in 'valid' mode, inputs neither of which
+        is at least as large as the other; bad plan options; a bad fill value.
+    TypeError
+        A non-numeric input (strings, objects) or a `batch` that is not a bool.
+    MemoryError
+        The method's workspace or the output does not fit on the device.
+
+    See Also
+    --------
+    correlate2d, plan
+
+    Notes
+    -----
+    Integer and bool inputs give scipy's dtype (NumPy's promotion of the two: exact fp64 sums,
+    wrapped as scipy's integer arithmetic wraps them; where sums may pass 2**53, scipy itself
+    computes them). Float and complex inputs give the precision's storage dtype (float16,
+    float32, float64; complex64 for fp32, complex128 for fp64); `dtype` asks for another, e.g.
+    ``dtype=np.float64`` for exact wide integer results.
+
+    Complex data run on every method with fp32/fp64 as four real correlations of the parts (two
+    when the kernel or the image is real); ``fft`` and ``fft_cpu`` take them natively.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.signal
+    >>> import tensorconv as tc
+    >>> image = np.arange(16.0).reshape(4, 4)
+    >>> kernel = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> tc.convolve2d(image, kernel, "valid", method="direct")
+    array([[ 16.,  26.,  36.],
+           [ 56.,  66.,  76.],
+           [ 96., 106., 116.]])
+    >>> out = tc.convolve2d(image, kernel)        # mode='full', boundary='fill'
+    >>> np.allclose(out, scipy.signal.convolve2d(image, kernel))
+    True
+    >>> tc.convolve2d(np.ones((3, 3), np.int16), np.ones((2, 2), np.int16), "valid")
+    array([[4, 4],
+           [4, 4]], dtype=int16)
+    """
     return _run(in1, in2, mode, boundary, fillvalue, method, precision, True, dtype,
                 options, batch)
 
 
 class Explanation(NamedTuple):
-    """What method='auto' picks for one problem, and why (str() reads as a paragraph)."""
+    """What ``method='auto'`` picks for one problem, and why (``str()`` reads as a paragraph).
+
+    Attributes
+    ----------
+    method : str
+        The method auto picks.
+    device : str
+        Where it runs: ``'cpu'`` or ``'cuda'``.
+    reason : str
+        Why, in words (which cost model decided).
+    predicted_ms : dict
+        Method name -> predicted time in ms, from the cost model that decided.
+    excluded : dict
+        Method name -> why auto may not pick it here (non-deterministic, over the precision's
+        accuracy bound, spectral with a non-finite kernel).
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> e = tc.explain((256, 256), (3, 3), "fp64", "cpu")
+    >>> e.device
+    'cpu'
+    >>> str(e).startswith("auto picks")
+    True
+    """
     method: str
     device: str  # where it runs: "cpu" or "cuda"
     reason: str
@@ -761,10 +1195,46 @@ class Explanation(NamedTuple):
 
 def explain(image_shape, kernel_shape, precision: str = "fp32", device=None, *,
             mode: str = "full") -> Explanation:
-    """What method='auto' would pick to correlate an image of `image_shape` with a kernel of
-    `kernel_shape` (or with this kernel, an array: its rank and finiteness count) in
-    `precision`, for data on `device` ('cuda': device arrays; None or 'cpu': NumPy arrays),
-    and why: the cost model's predictions and the methods it may not pick."""
+    """What ``method='auto'`` would pick for a problem, and why.
+
+    Parameters
+    ----------
+    image_shape : tuple of int
+        (H, W) of the image.
+    kernel_shape : tuple of int or array_like
+        (kh, kw) of a general (full-rank, finite) kernel, or the kernel itself: its rank
+        (separable kernels) and finiteness count.
+    precision : str, optional
+        One of `PRECISIONS` (default 'fp32').
+    device : {None, 'cpu', 'cuda'}, optional
+        Where the data are: 'cuda' for device arrays, None or 'cpu' for NumPy arrays (which go
+        to a GPU only when the work pays for the copies).
+    mode : {'full', 'valid', 'same'}, optional
+        The mode of the call (it sets the padded size).
+
+    Returns
+    -------
+    Explanation
+        The method, its device, the reason, the predicted times and the excluded methods.
+
+    Raises
+    ------
+    ValueError
+        An unknown precision, mode or device, or in 'valid' mode a kernel larger than the image.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tensorconv as tc
+    >>> e = tc.explain((512, 512), (5, 5), "fp64", "cpu")
+    >>> e.method in ("direct", "fft_cpu"), e.device
+    (True, 'cpu')
+    >>> sorted(e.predicted_ms)
+    ['direct', 'fft_cpu']
+    >>> bad = np.ones((5, 5)); bad[2, 2] = np.nan
+    >>> tc.explain((512, 512), bad, "fp64", "cpu").method     # keeps the NaN local
+    'direct'
+    """
     if device not in _DEVICES:
         raise ValueError(f"unknown device {device!r}; valid devices: None, 'cpu', 'cuda'")
     _check_precision(precision)

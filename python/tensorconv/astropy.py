@@ -379,10 +379,66 @@ def _interp_sums(kf):
 def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="interpolate",
              normalize_kernel=True, mask=None, preserve_nan=False, normalization_zero_tol=1e-8,
              *, method="auto", precision=None):
-    """astropy.convolution.convolve for 2-D arrays, by any correlate2d method (`method`, 'auto'
-    as elsewhere) in `precision` ('fp64', or 'fp32'; default from the data's dtype). NumPy arrays
-    in and out; CuPy / PyTorch CUDA arrays stay on their device. Other input goes to astropy.
-    See the module docstring for what differs."""
+    """``astropy.convolution.convolve`` for 2-D arrays, by any correlate2d method.
+
+    The same arguments, defaults, rules and results as astropy's; NumPy arrays in and out, CuPy
+    and PyTorch CUDA arrays stay on their device. Input astropy handles that this function does
+    not (not a 2-D array, a kernel with NaN/inf) goes to astropy itself.
+
+    Parameters
+    ----------
+    array : array_like
+        2-D image (NumPy, masked array, list, ``Quantity``, CuPy, PyTorch CUDA).
+    kernel : array_like or astropy.convolution.Kernel2D
+        Odd-sized 2-D kernel.
+    boundary : {'fill', None, 'wrap', 'extend'}, optional
+        astropy's boundary rules.
+    fill_value : float, optional
+        The value outside the image for 'fill'.
+    nan_treatment : {'interpolate', 'fill'}, optional
+        Interpolate NaNs from their neighbours' weights, or replace them by `fill_value`.
+    normalize_kernel : bool, optional
+        Divide the kernel by its sum.
+    mask : array_like, optional
+        Pixels to treat as NaN.
+    preserve_nan : bool, optional
+        Put NaN back where the input had NaN.
+    normalization_zero_tol : float, optional
+        The tolerance for a kernel summing to zero.
+    method : str, optional
+        Keyword only: 'auto' or any correlate2d method of `tensorconv.methods`.
+    precision : {None, 'fp64', 'fp32'}, optional
+        Keyword only: default 'fp32' for float32 data, else 'fp64'.
+
+    Returns
+    -------
+    array
+        The convolved image (float64, or float32 in fp32), same array type as `array`.
+
+    Raises
+    ------
+    ValueError
+        astropy's errors: an invalid boundary or nan_treatment, a masked kernel, a kernel that
+        cannot be normalised, mismatched mask shape.
+    KernelSizeError
+        A kernel with an even side.
+    TypeError
+        Complex data (astropy drops the imaginary part with a warning instead).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import astropy.convolution as ac
+    >>> from tensorconv.astropy import convolve
+    >>> img = np.random.default_rng(0).random((32, 32))
+    >>> img[10, 10] = np.nan
+    >>> kernel = ac.Gaussian2DKernel(1.5)
+    >>> out = convolve(img, kernel, boundary="extend")
+    >>> np.allclose(out, ac.convolve(img, kernel, boundary="extend"))
+    True
+    >>> bool(np.isfinite(out).all())                 # the NaN was interpolated
+    True
+    """
     if boundary not in BOUNDARY_OPTIONS:
         raise ValueError(f"Invalid boundary option: must be one of {list(BOUNDARY_OPTIONS)}")
     if nan_treatment not in ("interpolate", "fill"):
@@ -537,12 +593,51 @@ def convolve_fft(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="
                  mask=None, crop=True, return_fft=False, fft_pad=None, psf_pad=None, min_wt=0.0,
                  allow_huge=False, fftn=np.fft.fftn, ifftn=np.fft.ifftn, complex_dtype=complex,
                  dealias=False, *, method="auto", precision=None):
-    """astropy.convolution.convolve_fft for 2-D arrays: the same result (the circular FFT
-    convolution of the padded image is a linear convolution with fill_value outside, or a
-    periodic one with boundary='wrap'), computed by any correlate2d method ('auto': the FFT
-    methods for large kernels), with convolve's exact NaN interpolation. Even kernels are
-    centred as astropy centres them. crop=False, return_fft, psf_pad, fft_pad, dealias and
-    custom fftn/ifftn/complex_dtype go to astropy itself."""
+    """``astropy.convolution.convolve_fft`` for 2-D arrays, by any correlate2d method.
+
+    The same result as astropy's (the circular FFT convolution of the padded image is a linear
+    convolution with `fill_value` outside, or a periodic one with ``boundary='wrap'``), computed
+    by any correlate2d method ('auto': the FFT methods for large kernels), with `convolve`'s
+    exact NaN interpolation. Even kernels are centred as astropy centres them.
+
+    Parameters
+    ----------
+    array, kernel, boundary, fill_value, nan_treatment, normalize_kernel
+        As astropy's (boundary: 'fill', 'wrap', or None with astropy's warning).
+    normalization_zero_tol, preserve_nan, mask, min_wt, allow_huge
+        As astropy's.
+    crop, return_fft, fft_pad, psf_pad, fftn, ifftn, complex_dtype, dealias
+        astropy's implementation options; away from their defaults (``crop=False``,
+        ``return_fft=True``, padding, custom transforms, ``dealias=True``) the call goes to
+        astropy itself.
+    method : str, optional
+        Keyword only: 'auto' or any correlate2d method of `tensorconv.methods`.
+    precision : {None, 'fp64', 'fp32'}, optional
+        Keyword only: default 'fp32' for float32 data, else 'fp64'.
+
+    Returns
+    -------
+    array
+        The convolved image; float32 for float32 data (astropy gives float64).
+
+    Raises
+    ------
+    ValueError
+        astropy's errors, and an unknown boundary (astropy silently wraps).
+    TypeError
+        Complex data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import astropy.convolution as ac
+    >>> from tensorconv.astropy import convolve_fft
+    >>> img = np.random.default_rng(1).random((40, 40))
+    >>> kernel = ac.Gaussian2DKernel(2.0)
+    >>> out = convolve_fft(img, kernel, boundary="wrap")
+    >>> np.allclose(out, ac.convolve_fft(img, kernel, boundary="wrap"))
+    True
+    """
     kw_all = dict(boundary=boundary, fill_value=fill_value, nan_treatment=nan_treatment,
                   normalize_kernel=normalize_kernel,
                   normalization_zero_tol=normalization_zero_tol, preserve_nan=preserve_nan,

@@ -53,10 +53,24 @@ _EXACT_DEFAULT = {"cpu": "direct", "cuda": "naive_shmem"}
 
 
 def exact_methods() -> list:
-    """Names of the methods whose chunked result equals the one-call result bit for bit (their
-    registry rows say translation_invariant; where a method's bits hold only under translations
-    by a multiple of its ``translation_period``, e.g. naive_shmem's Winograd rows at fp32 9x9 and
-    15x15, the chunk boundaries are moved onto that period)."""
+    """The methods whose chunked result equals the one-call result bit for bit.
+
+    Their registry rows say ``translation_invariant``: every output is the same arithmetic
+    wherever it sits, or wherever it sits on the method's ``translation_period`` (e.g.
+    naive_shmem's Winograd row pairs at fp32 9x9 and 15x15), onto which the chunk boundaries
+    are then moved.
+
+    Returns
+    -------
+    list of str
+        Method names.
+
+    Examples
+    --------
+    >>> import tensorconv.dask as tcd
+    >>> tcd.exact_methods()
+    ['direct', 'naive', 'naive_shmem']
+    """
     return [m.name for m in _methods() if m.translation_invariant and m.entry == "correlate2d"]
 
 
@@ -173,7 +187,17 @@ _MAX_IDLE = 32  # plans kept in all (each holds ~3 x 2 chunk bands of device sta
 
 
 def clear_plans() -> None:
-    """Forget the GPU plans this process keeps for its next chunks (their device memory)."""
+    """Forget the GPU plans this process keeps for its next chunks (and their device memory).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import tensorconv.dask as tcd
+    >>> tcd.clear_plans()
+    """
     with _IDLE_LOCK:
         _IDLE.clear()
 
@@ -544,18 +568,110 @@ def _run(x, kernel, mode, boundary, fillvalue, method, precision, convolve: bool
 
 def correlate2d(x, kernel, mode="full", boundary="fill", fillvalue=0, *, method="auto",
                 precision=None, dtype=None, halos="auto"):
-    """scipy.signal.correlate2d of a 2-D dask array (NumPy or CuPy chunks) with a NumPy/CuPy
-    kernel, chunk by chunk; a 3-D (B, H, W) dask array is a stack, each image correlated alone.
-    Returns a lazy dask array; chunks too small for the kernel's halo are merged first. With a
-    method of exact_methods() the result equals tensorconv.correlate2d on the whole array bit
-    for bit; 'auto' keeps to those (direct on the CPU, naive_shmem on a GPU) unless none runs
-    the precision. ``halos``: 'auto' (gathered from the neighbouring blocks for 2-D NumPy
-    chunks, map_overlap otherwise), 'gather' (that path or a ValueError), 'map_overlap'."""
+    """``scipy.signal.correlate2d`` of a dask array, chunk by chunk.
+
+    Each output chunk runs one valid correlation over its chunk plus the halo its kernel needs;
+    chunks too small for the halo are merged first. With a method of `exact_methods` the result
+    equals `tensorconv.correlate2d` on the whole array bit for bit; other methods give it
+    within their accuracy bounds.
+
+    Parameters
+    ----------
+    x : dask.array.Array
+        2-D dask array of NumPy or CuPy chunks, or a 3-D (B, H, W) stack (each image processed
+        alone; chunked along B and/or within the images).
+    kernel : array_like
+        2-D NumPy or CuPy kernel.
+    mode, boundary, fillvalue
+        As in `tensorconv.correlate2d` (scipy's).
+    method : str, optional
+        'auto' or a registry method. 'auto' keeps to `exact_methods` ('direct' on the CPU,
+        'naive_shmem' on a GPU) unless none runs the precision.
+    precision : str, optional
+        One of `tensorconv.PRECISIONS`; default from the dtypes.
+    dtype : dtype, optional
+        The output dtype, as in `tensorconv.correlate2d`.
+    halos : {'auto', 'gather', 'map_overlap'}, optional
+        'auto': gathered from the neighbouring blocks for 2-D NumPy chunks, ``map_overlap``
+        otherwise; 'gather': that path or a ValueError; 'map_overlap': pad the array, then
+        ``dask.array.map_overlap``.
+
+    Returns
+    -------
+    dask.array.Array
+        Lazy; ``same`` output keeps the input's chunks.
+
+    Raises
+    ------
+    ValueError
+        As `tensorconv.correlate2d`; an unknown `halos`, or 'gather' where it cannot apply.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> import tensorconv as tc
+    >>> import tensorconv.dask as tcd
+    >>> img = np.random.default_rng(0).random((64, 64))
+    >>> k = np.ones((5, 5)) / 25
+    >>> x = da.from_array(img, chunks=16)
+    >>> out = tcd.correlate2d(x, k, "same", "symm", method="direct")
+    >>> out.chunks == x.chunks
+    True
+    >>> got = out.compute(scheduler="synchronous")
+    >>> bool((got == tc.correlate2d(img, k, "same", "symm", method="direct")).all())
+    True
+    """
     return _run(x, kernel, mode, boundary, fillvalue, method, precision, False, dtype, halos)
 
 
 def convolve2d(x, kernel, mode="full", boundary="fill", fillvalue=0, *, method="auto",
                precision=None, dtype=None, halos="auto"):
-    """scipy.signal.convolve2d of a 2-D dask array (or a (B, H, W) stack) chunk by chunk; see
-    correlate2d."""
+    """``scipy.signal.convolve2d`` of a dask array (or a (B, H, W) stack), chunk by chunk.
+
+    See `correlate2d` for how chunks are computed.
+
+    Parameters
+    ----------
+    x : dask.array.Array
+        2-D dask array of NumPy or CuPy chunks, or a 3-D (B, H, W) stack (each image processed
+        alone; chunked along B and/or within the images).
+    kernel : array_like
+        2-D NumPy or CuPy kernel.
+    mode, boundary, fillvalue
+        As in `tensorconv.correlate2d` (scipy's).
+    method : str, optional
+        'auto' or a registry method. 'auto' keeps to `exact_methods` ('direct' on the CPU,
+        'naive_shmem' on a GPU) unless none runs the precision.
+    precision : str, optional
+        One of `tensorconv.PRECISIONS`; default from the dtypes.
+    dtype : dtype, optional
+        The output dtype, as in `tensorconv.correlate2d`.
+    halos : {'auto', 'gather', 'map_overlap'}, optional
+        'auto': gathered from the neighbouring blocks for 2-D NumPy chunks, ``map_overlap``
+        otherwise; 'gather': that path or a ValueError; 'map_overlap': pad the array, then
+        ``dask.array.map_overlap``.
+
+    Returns
+    -------
+    dask.array.Array
+        Lazy.
+
+    Raises
+    ------
+    ValueError
+        As `tensorconv.convolve2d`; an unknown `halos`, or 'gather' where it cannot apply.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> import scipy.signal
+    >>> import tensorconv.dask as tcd
+    >>> img = np.arange(100.0).reshape(10, 10)
+    >>> k = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> out = tcd.convolve2d(da.from_array(img, chunks=5), k, "full", method="direct")
+    >>> np.allclose(out.compute(scheduler="synchronous"), scipy.signal.convolve2d(img, k))
+    True
+    """
     return _run(x, kernel, mode, boundary, fillvalue, method, precision, True, dtype, halos)

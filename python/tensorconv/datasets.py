@@ -38,7 +38,21 @@ HOW_TO_GET = (
 
 
 def cache_dir() -> Path:
-    """Folder for converted FITS files and cached references."""
+    """The folder for converted FITS files, cached references and cost models.
+
+    ``$TENSORCONV_CACHE``, else ``$XDG_CACHE_HOME/tensorconv``, else ``~/.cache/tensorconv``.
+    Not created here.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Examples
+    --------
+    >>> from tensorconv.datasets import cache_dir
+    >>> cache_dir().name in ("tensorconv",) or "TENSORCONV_CACHE" in __import__("os").environ
+    True
+    """
     if os.environ.get("TENSORCONV_CACHE"):
         return Path(os.environ["TENSORCONV_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -46,7 +60,35 @@ def cache_dir() -> Path:
 
 
 def to_unit_gray(pixels: np.ndarray) -> np.ndarray:
-    """8-bit gray (H, W) or colour (H, W, 3|4) -> float64 (H, W) in [0, 1] (BT.601 luma)."""
+    """8-bit gray or colour pixels as a float64 gray image in [0, 1].
+
+    Values are divided by 255; colour images become luma Y = 0.299 R + 0.587 G + 0.114 B
+    (ITU-R BT.601).
+
+    Parameters
+    ----------
+    pixels : numpy.ndarray
+        uint8, (H, W) gray or (H, W, 3 or 4) colour (a fourth channel is ignored).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (H, W) in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        Pixels that are not uint8, or not 2-D / 3-D.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tensorconv.datasets import to_unit_gray
+    >>> to_unit_gray(np.array([[0, 255]], np.uint8))
+    array([[0., 1.]])
+    >>> float(to_unit_gray(np.array([[[255, 0, 0]]], np.uint8))[0, 0])   # red -> 0.299
+    0.299
+    """
     a = np.asarray(pixels)
     if a.dtype != np.uint8:
         raise ValueError(f"expected 8-bit pixels, got {a.dtype}")
@@ -74,8 +116,45 @@ def _sources(source: Path) -> Iterator[tuple[str, bytes]]:
 
 
 def convert_usc_sipi(source, dest=None, *, overwrite: bool = False) -> Path:
-    """Convert USC-SIPI TIFFs (a folder, or misc.tar.gz) into float64 FITS files in `dest`
-    (default: the cache). Files already converted from the same bytes are kept. Returns dest."""
+    """Convert USC-SIPI TIFFs into float64 FITS files.
+
+    Each 8-bit TIFF becomes one FITS file of the same name (``.fits``) holding
+    `to_unit_gray` of its pixels; the header names the source file (SRCFILE), its SHA-256
+    (SRCSHA), whether it was colour (COLOR) and the luma rule (LUMA). Files already converted
+    from the same bytes are kept; files are written beside and renamed, so concurrent
+    converters and readers only see whole files.
+
+    Parameters
+    ----------
+    source : path
+        A folder of TIFFs, or the official ``misc.tar.gz``.
+    dest : path, optional
+        Where the FITS files go (default: ``cache_dir() / "usc-sipi-misc"``).
+    overwrite : bool, optional
+        Convert again even where an up-to-date file exists.
+
+    Returns
+    -------
+    pathlib.Path
+        `dest`.
+
+    Raises
+    ------
+    FileNotFoundError
+        `source` does not exist or holds no TIFF (the message says how to get the images).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> import tifffile
+    >>> from tensorconv import datasets
+    >>> src = pathlib.Path(tempfile.mkdtemp())
+    >>> tifffile.imwrite(src / "4.1.01.tiff", np.full((4, 6), 255, np.uint8))
+    >>> dest = datasets.convert_usc_sipi(src, src / "fits")
+    >>> sorted(p.name for p in dest.glob("*.fits"))
+    ['4.1.01.fits']
+    """
     import tifffile
     from astropy.io import fits
 
@@ -131,8 +210,39 @@ def _has_tiffs(folder: Path) -> bool:
 
 
 def find_usc_sipi(path=None) -> Path:
-    """The folder of converted FITS files, converting TIFFs into the cache when that is all
-    there is. FileNotFoundError, saying how to get the images, when nothing is found."""
+    """The folder of converted USC-SIPI FITS files.
+
+    Looks in `path` (a folder of FITS files, of TIFFs, or ``misc.tar.gz``), else
+    ``$TENSORCONV_DATA`` (that folder or its ``usc-sipi-misc/`` subfolder), else the cache;
+    TIFFs found are converted into the cache first.
+
+    Parameters
+    ----------
+    path : path, optional
+        Where to look first.
+
+    Returns
+    -------
+    pathlib.Path
+        A folder holding ``*.fits``.
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing found; the message says how to get the images.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> import tifffile
+    >>> from tensorconv import datasets
+    >>> src = pathlib.Path(tempfile.mkdtemp())
+    >>> tifffile.imwrite(src / "4.1.01.tiff", np.full((4, 6), 255, np.uint8))
+    >>> fits = datasets.convert_usc_sipi(src, src / "fits")
+    >>> datasets.find_usc_sipi(fits) == fits
+    True
+    """
     candidates = []
     if path is not None:
         candidates.append(Path(path))
@@ -156,7 +266,37 @@ def find_usc_sipi(path=None) -> Path:
 
 
 def load_usc_sipi(path=None) -> Iterator[tuple[str, np.ndarray]]:
-    """Yield (name, float64 array in [0, 1]) for every USC-SIPI FITS image, sorted by name."""
+    """The USC-SIPI images, as (name, float64 array in [0, 1]) pairs sorted by name.
+
+    Parameters
+    ----------
+    path : path, optional
+        Where to look first (see `find_usc_sipi`).
+
+    Yields
+    ------
+    name : str
+        The image's file stem, e.g. ``'4.1.01'``.
+    image : numpy.ndarray
+        float64 (H, W) in [0, 1].
+
+    Raises
+    ------
+    FileNotFoundError
+        No images found; the message says how to get them.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> import tifffile
+    >>> from tensorconv import datasets
+    >>> src = pathlib.Path(tempfile.mkdtemp())
+    >>> tifffile.imwrite(src / "4.1.01.tiff", np.full((4, 6), 255, np.uint8))
+    >>> fits = datasets.convert_usc_sipi(src, src / "fits")
+    >>> [(name, img.shape, float(img.max())) for name, img in datasets.load_usc_sipi(fits)]
+    [('4.1.01', (4, 6), 1.0)]
+    """
     from astropy.io import fits
 
     for f in _fits_in(find_usc_sipi(path)):
@@ -165,6 +305,37 @@ def load_usc_sipi(path=None) -> Iterator[tuple[str, np.ndarray]]:
 
 
 def main(argv=None) -> int:
+    """The command line: ``python -m tensorconv.datasets convert SOURCE [DEST]``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 2 (with the usage on stderr) for bad arguments.
+
+    Raises
+    ------
+    FileNotFoundError
+        As `convert_usc_sipi`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> import tifffile
+    >>> from tensorconv import datasets
+    >>> src = pathlib.Path(tempfile.mkdtemp())
+    >>> tifffile.imwrite(src / "4.1.01.tiff", np.full((4, 6), 255, np.uint8))
+    >>> datasets.main(["convert", str(src), str(src / "fits")])    # doctest: +ELLIPSIS
+    converted into ...fits
+    0
+    >>> datasets.main([])
+    2
+    """
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) not in (2, 3) or argv[0] != "convert":
         print("usage: python -m tensorconv.datasets convert SOURCE [DEST]", file=sys.stderr)

@@ -8,6 +8,42 @@ from . import _core
 
 
 class MethodInfo(NamedTuple):
+    """One row of the method registry (`methods` returns them).
+
+    Attributes
+    ----------
+    name : str
+        The name ``method=`` takes.
+    device : str
+        ``'cpu'`` or ``'cuda'``.
+    precisions : tuple of str
+        The precisions it computes in (empty for ``simd_u8``: uint8 through `filter2d_u8`).
+    available : bool
+        Whether it can run in this build on this machine.
+    reason : str
+        Why it cannot run here (``''`` when available).
+    summary : str
+        What it does, in one line.
+    entry : str
+        The function that reaches it: ``'correlate2d'`` (also `convolve2d` and `plan`),
+        ``'filter2d_u8'`` or ``'filters.bilateral'``.
+    note : str
+        Which code path runs here and why (e.g. AVX-512 or AVX2).
+    complex_native : bool
+        Takes complex data itself (else as real correlations of the parts).
+    takes_factors : bool
+        Its plan takes the kernel's rank factors.
+    translation_invariant : bool
+        The same arithmetic for every output wherever it sits: tiles (`tensorconv.dask`) give
+        the one-call bits.
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> m = next(m for m in tc.methods() if m.name == "direct")
+    >>> m.device, m.precisions, m.available
+    ('cpu', ('fp16fp32', 'fp32', 'fp64'), True)
+    """
     name: str
     device: str  # "cpu" or "cuda"
     precisions: tuple
@@ -41,7 +77,29 @@ class MethodInfo(NamedTuple):
 
 
 def methods() -> list[MethodInfo]:
-    """Every registered method, with its device, precisions and whether it can run here."""
+    """Every registered method, with its device, precisions and whether it can run here.
+
+    The registry in the C++ core is the one place a method is declared; `methods`, dispatch,
+    ``auto``, the tests and the benchmarks all read it. Methods this build or machine cannot run
+    are listed too, with the reason.
+
+    Returns
+    -------
+    list of MethodInfo
+        In registry order.
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> names = [m.name for m in tc.methods()]
+    >>> "direct" in names and "im2tensor_fused" in names
+    True
+    >>> fft = next(m for m in tc.methods() if m.name == "fft")
+    >>> fft.device, fft.complex_native
+    ('cuda', True)
+    >>> fft.available or fft.reason != ""            # unavailable methods say why
+    True
+    """
     return [MethodInfo(*row) for row in _core.methods()]
 
 
@@ -55,7 +113,24 @@ def takes_complex(m: MethodInfo) -> str:
 
 
 def methods_table() -> str:
-    """methods() as a Markdown table."""
+    """`methods` as a Markdown table.
+
+    Columns: method, device, precisions, how it takes complex data, whether tiles give the
+    one-call bits (tile-exact), and whether it is available here (or why not).
+
+    Returns
+    -------
+    str
+        The table.
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> print(tc.methods_table().splitlines()[0])
+    | method | device | precisions | complex | tile-exact | available |
+    >>> "| direct | cpu |" in tc.methods_table()
+    True
+    """
     lines = ["| method | device | precisions | complex | tile-exact | available |",
              "|---|---|---|---|---|---|"]
     for m in methods():

@@ -23,7 +23,26 @@ ORDER = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
 
 
 def accuracy_kernel(k: int) -> np.ndarray:
-    """Square kernel, coefficients uniform in [0, 1), fixed seed per size."""
+    """The accuracy suite's k x k kernel: coefficients uniform in [0, 1), a fixed seed per size.
+
+    Parameters
+    ----------
+    k : int
+        Kernel side.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (k, k); the same values on every call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tensorconv.accuracy import accuracy_kernel
+    >>> k = accuracy_kernel(3)
+    >>> k.shape, bool((k >= 0).all() and (k < 1).all()), np.array_equal(k, accuracy_kernel(3))
+    ((3, 3), True, True)
+    """
     return np.random.default_rng(1000 + k).random((k, k))
 
 
@@ -36,8 +55,35 @@ def reference_dir() -> Path:
 
 
 def scipy_reference(name: str, image: np.ndarray, k: int) -> np.ndarray:
-    """scipy.signal.correlate2d(image, accuracy_kernel(k), 'valid') in float64, cached on disk
-    (per scipy version; the file is replaced atomically, so parallel workers may share it)."""
+    """``scipy.signal.correlate2d(image, accuracy_kernel(k), 'valid')`` in float64, cached on disk.
+
+    Cached per scipy version under the cache directory; the file is replaced atomically, so
+    parallel workers may share it.
+
+    Parameters
+    ----------
+    name : str
+        The image's name (the cache file's key).
+    image : numpy.ndarray
+        float64 image.
+    k : int
+        Kernel side.
+
+    Returns
+    -------
+    numpy.ndarray
+        The valid correlation.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from tensorconv.accuracy import scipy_reference
+    >>> os.environ["TENSORCONV_CACHE"] = tempfile.mkdtemp()
+    >>> scipy_reference("ones", np.ones((5, 5)), 3).shape
+    (3, 3)
+    >>> _ = os.environ.pop("TENSORCONV_CACHE")
+    """
     import scipy.signal
 
     f = reference_dir() / f"{name}_k{k}.npy"
@@ -56,9 +102,50 @@ def scipy_reference(name: str, image: np.ndarray, k: int) -> np.ndarray:
 
 
 def evaluate(method: str, precision: str, k: int, images) -> dict:
-    """One row: MAPE of `method` in `precision` with accuracy_kernel(k) over `images` ((name,
-    float64 array) pairs): median, 95 % band, max, the bound it is held to, and the images whose
-    output was not finite (their MAPE counts as inf)."""
+    """One row of the accuracy table: `method` in `precision` with ``accuracy_kernel(k)``.
+
+    MAPE (`tensorconv.metrics.mape`) of the valid correlation of each image against scipy in
+    float64: its median over the images, the 95 % band (2.5th-97.5th percentile), the maximum,
+    the bound the method is held to, and the images whose output was not finite (their MAPE
+    counts as inf). Images smaller than the kernel are left out.
+
+    Parameters
+    ----------
+    method : str
+        A correlate2d method.
+    precision : str
+        One of the method's precisions.
+    k : int
+        Kernel side.
+    images : iterable of (str, numpy.ndarray)
+        (name, float64 image) pairs, e.g. from `load_usc_sipi`.
+
+    Returns
+    -------
+    dict
+        ``method``, ``precision``, ``k``, ``images``, ``mape_median``, ``mape_p2_5``,
+        ``mape_p97_5``, ``mape_max``, ``non_finite``, ``bound``.
+
+    Raises
+    ------
+    ValueError
+        No image is at least k x k.
+    AssertionError
+        A method returned an output of the wrong shape.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from tensorconv.accuracy import evaluate, within_bound
+    >>> os.environ["TENSORCONV_CACHE"] = tempfile.mkdtemp()
+    >>> rng = np.random.default_rng(0)
+    >>> images = [("a", rng.random((40, 40))), ("b", rng.random((32, 48)))]
+    >>> row = evaluate("direct", "fp32", 5, images)
+    >>> row["images"], within_bound(row)
+    (2, True)
+    >>> _ = os.environ.pop("TENSORCONV_CACHE")
+    """
     import tensorconv as tc
 
     kernel = accuracy_kernel(k)
@@ -89,12 +176,51 @@ def evaluate(method: str, precision: str, k: int, images) -> dict:
 
 
 def within_bound(row: dict) -> bool:
-    """The suite's rule: median at most the bound, every image at most 5x the bound."""
+    """The accuracy suite's rule: median at most the bound, every image at most 5x the bound.
+
+    Parameters
+    ----------
+    row : dict
+        A row from `evaluate`.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from tensorconv.accuracy import within_bound
+    >>> within_bound({"mape_median": 0.01, "mape_max": 0.04, "bound": 0.01})
+    True
+    >>> within_bound({"mape_median": 0.01, "mape_max": 0.06, "bound": 0.01})
+    False
+    """
     return row["mape_median"] <= row["bound"] and row["mape_max"] <= 5 * row["bound"]
 
 
 def cases(methods=None, precisions=None, available_only=True) -> list:
-    """(method, precision) of the registry's correlate2d methods (those that can run here)."""
+    """The (method, precision) pairs of the registry's correlate2d methods.
+
+    Parameters
+    ----------
+    methods : iterable of str, optional
+        Keep only these methods.
+    precisions : iterable of str, optional
+        Keep only these precisions.
+    available_only : bool, optional
+        Only methods that can run here (default True).
+
+    Returns
+    -------
+    list of tuple
+        (method, precision), in registry order.
+
+    Examples
+    --------
+    >>> from tensorconv.accuracy import cases
+    >>> cases(methods=["direct"])
+    [('direct', 'fp16fp32'), ('direct', 'fp32'), ('direct', 'fp64')]
+    """
     import tensorconv as tc
 
     out = []
@@ -108,9 +234,39 @@ def cases(methods=None, precisions=None, available_only=True) -> list:
 
 
 def report(rows: list, out: Path, meta: dict | None = None, stem: str = "accuracy") -> list:
-    """accuracy JSON, a Table 5 style Markdown table (median MAPE per method x precision and
-    k, the 95 % band below) and a Fig. 11 style PNG (median and band against k, one panel per
-    precision)."""
+    """Write the accuracy results: JSON, a Table 5 style Markdown table and a Fig. 11 style PNG.
+
+    The Markdown table holds the median MAPE per method x precision and k with the 95 % band;
+    the PNG (when matplotlib is installed) the median and band against k, one panel per
+    precision.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows from `evaluate`.
+    out : pathlib.Path
+        The folder to write into (created).
+    meta : dict, optional
+        Extra fields for the JSON.
+    stem : str, optional
+        The files' name stem (default ``'accuracy'``).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from tensorconv.accuracy import report
+    >>> row = {"method": "direct", "precision": "fp64", "k": 3, "images": 1, "mape_median": 0.0,
+    ...        "mape_p2_5": 0.0, "mape_p97_5": 0.0, "mape_max": 0.0, "non_finite": [],
+    ...        "bound": 1e-10}
+    >>> files = report([row], pathlib.Path(tempfile.mkdtemp()))
+    >>> [f.name for f in files][:2]
+    ['accuracy.json', 'accuracy.md']
+    """
     import scipy
 
     import tensorconv as tc
@@ -127,6 +283,29 @@ def report(rows: list, out: Path, meta: dict | None = None, stem: str = "accurac
 
 
 def table(rows: list) -> str:
+    """The accuracy rows as a Markdown table (median MAPE per method x precision and k).
+
+    Each cell holds the median with the 95 % band in brackets, and ``!`` where the suite's
+    bound is missed.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows from `evaluate`.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from tensorconv.accuracy import table
+    >>> row = {"method": "direct", "precision": "fp64", "k": 3, "images": 1, "mape_median": 0.0,
+    ...        "mape_p2_5": 0.0, "mape_p97_5": 0.0, "mape_max": 0.0, "non_finite": [],
+    ...        "bound": 1e-10}
+    >>> print(table([row]).splitlines()[-1])
+    | direct | fp64 | 1e-10 | 0 [0, 0] |
+    """
     ks = sorted({r["k"] for r in rows})
     lines = ["MAPE % against scipy.signal.correlate2d in float64 (median over the images; "
              "95 % band in brackets; `!` where the suite's bound is missed)", "",

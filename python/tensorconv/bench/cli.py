@@ -80,9 +80,10 @@ def _choices(text: str, valid, what: str) -> tuple:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="tensorconv-bench", description=__doc__.split("\n")[0],
+    # description: the docstring's first paragraph, whole; epilog: the examples and timing rule
+    ap = argparse.ArgumentParser(prog="tensorconv-bench", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.split("\n")[3:]))
+                                 epilog="examples:\n" + "\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("--preset", help="a paper's evaluation: " + ", ".join(_presets.PRESETS))
     ap.add_argument("--sizes", help="square image sides, e.g. 1024,4096 (kelefouras: WxH list)")
     ap.add_argument("--kernels", help="square kernel sides, e.g. 3,15,55 or 1-60")

@@ -52,28 +52,67 @@ def spatial_weights(sigma_spatial: float, radius: int) -> np.ndarray:
 
 def bilateral(image, sigma_spatial, sigma_range, *, radius=None, mode="reflect", cval=0.0,
               method="auto", precision=None):
-    """Bilateral filter of a 2-D image:
+    """Bilateral filter of a 2-D image.
 
-        out(p) = sum_q w(p, q) I(q) / sum_q w(p, q)
-               = I(p) + sum_q w(p, q) (I(q) - I(p)) / sum_q w(p, q),
+    ::
+
+        out(p) = I(p) + sum_q w(p, q) (I(q) - I(p)) / sum_q w(p, q)
         w(p, q) = exp(-|p - q|^2 / (2 sigma_spatial^2)) * exp(-(I(q) - I(p))^2 / (2 sigma_range^2))
 
-    over the square window |p - q|_inf <= radius (default ceil(3 sigma_spatial)); pixels outside
-    the image follow `mode` (scipy.ndimage's: 'reflect', 'constant' with `cval`, 'nearest',
-    'mirror', 'wrap'). The second form is what is computed: a constant window returns I(p)
-    exactly, and the centre weight 1 keeps the denominator >= 1.
+    over the square window ``|p - q|_inf <= radius``; pixels outside the image follow `mode`.
+    This form equals sum w I(q) / sum w: a constant window returns I(p) exactly, and the
+    centre weight 1 keeps the denominator >= 1.
 
-    Non-finite input: an output is NaN when its window holds a NaN or +-inf (all others are
-    finite and unaffected).
+    Parameters
+    ----------
+    image : array_like
+        2-D NumPy, CuPy or PyTorch (CUDA) array; the result is the same kind on the same device.
+    sigma_spatial : float
+        Spatial standard deviation (pixels), > 0.
+    sigma_range : float
+        Range standard deviation (image units), > 0.
+    radius : int, optional
+        Window radius (default ceil(3 sigma_spatial)).
+    mode : str, optional
+        scipy.ndimage's: 'reflect', 'constant' (with `cval`), 'nearest', 'mirror', 'wrap'.
+    cval : float, optional
+        The value outside the image for 'constant'.
+    method : str, optional
+        'auto' or a registry method with entry ``filters.bilateral``: 'bilateral_cpu' (fp32,
+        fp64; threads), 'bilateral_cuda' (fp32, fp64; CUDA cores), 'bilateral_tc_32x8x16' and
+        'bilateral_tc_16x16x16' (fp16fp32: float16 image and output, fp16 products accumulated
+        in fp32 on the tensor cores; Kondo et al.'s two layouts).
+    precision : str, optional
+        None (float32 -> fp32, float16 -> fp16fp32, others -> fp64) or one the method has.
 
-    method: 'auto' or one of tensorconv.methods() with entry 'filters.bilateral':
-    'bilateral_cpu' (fp32, fp64; threads), 'bilateral_cuda' (fp32, fp64; CUDA cores),
-    'bilateral_tc_32x8x16' and 'bilateral_tc_16x16x16' (fp16fp32: float16 image and output, fp16
-    products accumulated in fp32 on the tensor cores; Kondo et al.'s two layouts; a result
-    of finite float16 inputs is finite). precision: None (float32 -> fp32, float16 -> fp16fp32,
-    others -> fp64) or one of those. image: NumPy, CuPy or PyTorch (CUDA) array; the result is
-    the same kind on the same device, in the precision's storage dtype. Memory: the output and
-    the border strips' padded inputs (O(image) at any radius; the image is not copied).
+    Returns
+    -------
+    array
+        The filtered image in the precision's storage dtype. An output is NaN when its window
+        holds a NaN or +-inf; all others are finite and unaffected.
+
+    Raises
+    ------
+    ValueError
+        A non-2-D image, non-positive sigmas, a negative radius, an unknown mode, a method
+        that is not a bilateral method or is unavailable here, a precision it lacks.
+
+    Notes
+    -----
+    Memory: the output and the border strips' padded inputs (O(image) at any radius; the image
+    is not copied).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tensorconv import filters
+    >>> step = np.zeros((8, 8)); step[:, 4:] = 1.0
+    >>> out = filters.bilateral(step, sigma_spatial=2.0, sigma_range=0.1)
+    >>> bool(np.abs(out - step).max() < 1e-6)      # the edge is kept
+    True
+    >>> flat = np.full((8, 8), 0.5, np.float32)
+    >>> filters.bilateral(flat, 1.0, 0.2).dtype, float(filters.bilateral(flat, 1.0, 0.2)[3, 3])
+    (dtype('float32'), 0.5)
     """
     b = backend_of(image)
     image = b.asarray(image)

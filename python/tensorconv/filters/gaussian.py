@@ -332,26 +332,66 @@ _FAST: dict = {}
 
 def gaussian(image, sigma, *, order=0, mode="reflect", cval=0.0, truncate=4.0, radius=None,
              method="auto", precision=None):
-    """Gaussian filter of a 2-D image, as scipy.ndimage.gaussian_filter(image, sigma, order,
-    mode=mode, cval=cval, truncate=truncate, radius=radius).
+    """Gaussian filter of a 2-D image, as ``scipy.ndimage.gaussian_filter``.
 
-    sigma, order, radius: a scalar or one value per axis (rows, columns); sigma finite and > 0,
-    order and radius integers >= 0. mode: 'reflect' (d c b a | a b c d), 'constant' (cval),
-    'nearest', 'mirror' (d c b | a b c d) or 'wrap' (and scipy's synonyms 'grid-mirror',
-    'grid-constant', 'grid-wrap'), or one per axis (a pair: the fused GPU path only).
-    image: NumPy, CuPy or PyTorch (CUDA) array; the result is the same kind of array on the same
-    device.
+    The same result as ``scipy.ndimage.gaussian_filter(image, sigma, order, mode=mode,
+    cval=cval, truncate=truncate, radius=radius)`` for 2-D images, on the CPU or the GPU.
 
-    method: 'auto' (CUDA arrays: 'separable_boundary', the one-launch fused separable filter with
-    the boundary modes built in, for fp64 and for fp32 up to 23 taps per axis; in fp32 the
-    `separable` plan up to 64 taps, the cost model's choice beyond; host arrays: the
-    separable passes on the GPU for large images, on the CPU two NumPy 1-D passes from 41x41
-    taps, `direct` below), 'separable_boundary', or any correlate2d method of tensorconv.methods()
-    (e.g. 'separable', 'naive_shmem', 'fir_dki', 'im2tensor_fused'), which then runs the 2-D
-    kernel on the interior and padded border strips. precision: None (from the image dtype:
-    float32 -> fp32, float16 -> fp16fp32, others -> fp64) or one of tensorconv.PRECISIONS; the
-    output has its storage dtype (integer images come back as float64, where scipy would
-    truncate to the input's integer type).
+    Parameters
+    ----------
+    image : array_like
+        2-D NumPy, CuPy or PyTorch (CUDA) array; the result is the same kind of array on the
+        same device.
+    sigma : float or pair of float
+        Standard deviation, a scalar or one value per axis (rows, columns); finite and > 0.
+    order : int or pair of int, optional
+        Derivative order per axis (0: smoothing), integers >= 0.
+    mode : str or pair of str, optional
+        'reflect' (d c b a | a b c d), 'constant' (`cval`), 'nearest', 'mirror' (d c b | a b c
+        d) or 'wrap' (and scipy's synonyms 'grid-mirror', 'grid-constant', 'grid-wrap'), or one
+        per axis (a pair: the fused GPU path only).
+    cval : float, optional
+        The value outside the image for 'constant'.
+    truncate : float, optional
+        Radius in units of sigma (default 4.0), unless `radius` is given.
+    radius : int or pair of int, optional
+        Kernel radius per axis, integers >= 0.
+    method : str, optional
+        'auto' (CUDA arrays: 'separable_boundary', the one-launch fused separable filter with
+        the boundary modes built in, for fp64 and for fp32 up to 23 taps per axis; in fp32 the
+        ``separable`` plan up to 64 taps, the cost model's choice beyond; host arrays: the
+        separable passes on the GPU for large images, on the CPU two NumPy 1-D passes from
+        41 x 41 taps, ``direct`` below), 'separable_boundary', or any correlate2d method of
+        `tensorconv.methods` (e.g. 'separable', 'naive_shmem', 'fir_dki'), which then runs the
+        2-D kernel on the interior and padded border strips.
+    precision : str, optional
+        None (from the image dtype: float32 -> fp32, float16 -> fp16fp32, others -> fp64) or one
+        of `tensorconv.PRECISIONS`.
+
+    Returns
+    -------
+    array
+        The filtered image in the precision's storage dtype (integer images come back as
+        float64, where scipy would truncate to the input's integer type).
+
+    Raises
+    ------
+    ValueError
+        A non-2-D image; a sigma that is not finite and > 0; a negative or non-integer order or
+        radius; an unknown mode, method or precision; per-axis modes off the fused GPU path.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.ndimage
+    >>> from tensorconv import filters
+    >>> img = np.random.default_rng(0).random((64, 64))
+    >>> out = filters.gaussian(img, 2.0, mode="reflect")
+    >>> np.allclose(out, scipy.ndimage.gaussian_filter(img, 2.0, mode="reflect"))
+    True
+    >>> dy = filters.gaussian(img, (1.5, 1.5), order=(1, 0), mode="nearest")
+    >>> np.allclose(dy, scipy.ndimage.gaussian_filter(img, 1.5, order=(1, 0), mode="nearest"))
+    True
     """
     b = backend_of(image)
     image = b.asarray(image)

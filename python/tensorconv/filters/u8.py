@@ -73,21 +73,72 @@ def _check_algorithm(algorithm) -> str:
 
 def filter2d_u8(image, kernel, divisor, *, border="reflect101", anchor=None, threads=None,
                 algorithm="auto"):
-    """Filter a uint8 image with an integer kernel as OpenCV's filter2D does, exactly.
+    """Filter a uint8 image with an integer kernel, exactly, with OpenCV ``filter2D``'s borders.
 
-    out[i, j] = clip(floor(sum_uv image[i + u - ay, j + v - ax] * kernel[u, v] / divisor), 0, 255)
-    (correlation; anchor (ay, ax) defaults to (kh // 2, kw // 2)), with pixels outside the image
-    given by ``border``: "constant" (0), "replicate" or "reflect101" (OpenCV's default).
+    ``out[i, j] = clip(floor(sum_uv image[i + u - ay, j + v - ax] * kernel[u, v] / divisor), 0,
+    255)`` (a correlation; anchor (ay, ax) defaults to (kh // 2, kw // 2)), with the pixels
+    outside the image given by `border`, placed as OpenCV places them. The quotient rounds down:
+    OpenCV's ``filter2D`` with the float kernel ``kernel / divisor`` rounds to nearest instead,
+    so the two agree exactly when `divisor` is 1 (the first example below differs from OpenCV's
+    where a ninth is above one half). This is Kelefouras and Keramidas (2022)'s 8-bit direct
+    convolution (the ``simd_u8`` registry method).
 
-    kernel: int8 values use the paper's 8-bit maddubs algorithms; values up to 16 bits use
-    16-bit coefficients. Intermediate results are 16-bit when every possible sum fits, else
-    32-bit. ``algorithm`` forces one of the paper's algorithms (alg1, alg2, alg3, sep) or our
-    extensions (pairs: broadcast coefficient pairs; wide: 16-bit coefficients; portable:
-    scalar); a forced algorithm that cannot be exact for this kernel raises ValueError saying
-    why. ``threads``: worker threads over rows (None: all hardware threads).
+    Parameters
+    ----------
+    image : numpy.ndarray
+        2-D uint8 image.
+    kernel : array_like
+        2-D integer kernel, at most 15 x 15. int8 values use the paper's 8-bit maddubs
+        algorithms; values up to 16 bits use 16-bit coefficients. Intermediate results are
+        16-bit when every possible sum fits, else 32-bit.
+    divisor : int
+        Positive divisor of the sums (exact division, rounding down).
+    border : {'reflect101', 'replicate', 'constant'}, optional
+        OpenCV's border rules ('constant' is 0 outside).
+    anchor : tuple of int, optional
+        (ay, ax), the kernel's reference point.
+    threads : int, optional
+        Worker threads over rows (None: all hardware threads).
+    algorithm : str, optional
+        'auto', or force one of the paper's algorithms ('alg1', 'alg2', 'alg3', 'sep') or the
+        package's extensions ('pairs': broadcast coefficient pairs; 'wide': 16-bit
+        coefficients; 'portable': scalar). See `ALGORITHMS`.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8, the image's shape.
+
+    Raises
+    ------
+    ValueError
+        A non-uint8 or non-2-D image, a kernel that is empty, too large or not integer, a
+        non-positive divisor, an unknown border or algorithm, an anchor outside the kernel, or a
+        forced algorithm that cannot be exact for this kernel (the message says why).
+
+    Notes
+    -----
     Vector paths: AVX-512 (sep and pairs) where the CPU has AVX-512 BW, else AVX2;
-    TENSORCONV_FORCE_AVX2=1 caps them at AVX2, TENSORCONV_FORCE_PORTABLE=1 runs the portable
-    scalar path.
+    ``TENSORCONV_FORCE_AVX2=1`` caps them at AVX2, ``TENSORCONV_FORCE_PORTABLE=1`` runs the
+    portable scalar path. Every path gives the same bytes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tensorconv as tc
+    >>> img = np.array([[10, 20, 30, 40],
+    ...                 [50, 60, 70, 80],
+    ...                 [90, 100, 110, 120]], np.uint8)
+    >>> box = np.ones((3, 3), np.int8)
+    >>> tc.filter2d_u8(img, box, 9)
+    array([[43, 46, 56, 60],
+           [56, 60, 70, 73],
+           [70, 73, 83, 86]], dtype=uint8)
+    >>> sobel = np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], np.int8)
+    >>> tc.filter2d_u8(img, sobel, 1, border="replicate")
+    array([[40, 80, 80, 40],
+           [40, 80, 80, 40],
+           [40, 80, 80, 40]], dtype=uint8)
     """
     # Fast path for the common call (C-contiguous uint8 image, integer ndarray kernel, int
     # divisor, default anchor): a few identity tests instead of the full validation
@@ -129,14 +180,56 @@ def filter2d_u8(image, kernel, divisor, *, border="reflect101", anchor=None, thr
 
 
 def filter2d_u8_info(kernel, divisor, *, algorithm="auto") -> dict:
-    """How filter2d_u8 computes this kernel here: algorithm, IR bits, division case (A/B/C),
-    separable factors, register blocking, path (avx2/portable) and why."""
+    """How `filter2d_u8` computes this kernel here, and why.
+
+    Parameters
+    ----------
+    kernel : array_like
+        2-D integer kernel, as for `filter2d_u8`.
+    divisor : int
+        Positive divisor.
+    algorithm : str, optional
+        'auto' or a forced algorithm, as for `filter2d_u8`.
+
+    Returns
+    -------
+    dict
+        ``algorithm``, ``ir_bits`` and ``ir_unsigned`` (the intermediate width), ``division_case``
+        (A/B/C), ``separable`` and ``factors``, ``sum_range``, ``register_blocking``, ``path``
+        (the vector tier) and ``why``.
+
+    Raises
+    ------
+    ValueError
+        As `filter2d_u8`, for the kernel, divisor and algorithm.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tensorconv as tc
+    >>> info = tc.filter2d_u8_info(np.ones((3, 3), np.int8), 9)
+    >>> info["algorithm"], info["separable"], info["factors"]
+    ('sep', True, ([1, 1, 1], [1, 1, 1]))
+    """
     return dict(_core.filter2d_u8_info(_check_kernel(kernel), _check_divisor(divisor),
                                        _check_algorithm(algorithm)))
 
 
 def simd_u8_path() -> str:
-    """'avx512', 'avx2' or 'portable': the vector tier filter2d_u8's sep and pairs algorithms use
-    now (TENSORCONV_FORCE_AVX2=1 caps it at 'avx2', TENSORCONV_FORCE_PORTABLE=1 forces
-    'portable'). Algorithms 1-3 and wide are AVX2 on both vector tiers."""
+    """The vector tier `filter2d_u8`'s ``sep`` and ``pairs`` algorithms use now.
+
+    ``TENSORCONV_FORCE_AVX2=1`` caps it at 'avx2', ``TENSORCONV_FORCE_PORTABLE=1`` forces
+    'portable'. Algorithms 1-3 and 'wide' are AVX2 on both vector tiers.
+
+    Returns
+    -------
+    str
+        'avx512', 'avx2' or 'portable'.
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> tc.simd_u8_path() in ("avx512", "avx2", "portable")
+    True
+    """
     return filter2d_u8_info(np.ones((1, 1), np.int8), 1)["path"]
