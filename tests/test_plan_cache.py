@@ -497,3 +497,20 @@ def test_gpu_budget_bounds_device_plans(fresh):
         tc.correlate2d(x, np.full((31, 31), float(i), np.float32), "same", method="fft")
         dev = tc.plan_cache_info()["devices"][0]
         assert dev["bytes"] <= int(one * 2.5) and dev["plans"] <= 2
+
+
+def test_oneshot_preset_writes_its_files(fresh, tmp_path):
+    """tensorconv-bench --preset oneshot --quick on a tiny image: JSON, Markdown with the goals
+    table, one figure; one-shot and plan results equal."""
+    import json
+
+    from tensorconv.bench import cli
+
+    assert cli.main(["--preset", "oneshot", "--quick", "--sizes", "64", "--kernels", "3",
+                     "--runs", "2", "--out", str(tmp_path), "--no-progress"]) == 0
+    js = next(tmp_path.glob("oneshot_*.json"))
+    rows = json.loads(js.read_text())["rows"]
+    impls = {r["impl"] for r in rows}
+    assert {"oneshot", "oneshot_new_kernel", "plan"} <= impls
+    assert all(r.get("equal", True) for r in rows)
+    assert "one-shot against plan" in next(tmp_path.glob("oneshot_*.md")).read_text()
