@@ -663,7 +663,10 @@ def _fast_key(in1, in2, mode, boundary, fillvalue, method, precision, convolve, 
     c = _plan_cache.content(k)
     if c is None:
         return None
-    fill = float(fillvalue)
+    try:
+        fill = float(fillvalue)
+    except OverflowError:  # an int too large: the general path's error
+        return None
     return ((dev, stream, "fast", c, name, tuple(in2.shape), tuple(in1.shape), mode, boundary,
              repr(fill), method, precision, bool(convolve)), b, k, fill)
 
