@@ -210,12 +210,16 @@ def test_plan_cache_is_bounded(fresh_cache, monkeypatch):
     for i in range(10):
         tc.correlate2d(image, np.full((3, 3), float(i)))
     assert tc.plan_cache_info()["plans"] == 4
-    monkeypatch.setattr(_plan_cache, "MAX_BYTES", 0)  # a plan with workspace never fits
+    held = tc.plan_cache_info()["bytes"]
+    monkeypatch.setattr(_plan_cache, "MAX_BYTES", 0)  # a plan above the budget is not kept
     tc.correlate2d(np.ones((64, 64)), np.ones((40, 40)), method="fft_cpu")
-    assert tc.plan_cache_info()["bytes"] == 0
-    big = np.ones((300, 300))  # kernels above MAX_KERNEL_BYTES are not kept
-    assert _plan_cache.key(big, (300, 300), "valid", "fill", 0.0, "auto", "fp64", False,
+    assert tc.plan_cache_info()["plans"] == 4 and tc.plan_cache_info()["bytes"] == held
+    big = np.ones((1500, 1500))  # kernels above MAX_KERNEL_BYTES are not kept
+    assert _plan_cache.key(big, (1500, 1500), "valid", "fill", 0.0, "auto", "fp64", False,
                            None) is None
+    mid = np.ones((300, 300))  # kernels above SMALL_KERNEL_BYTES are keyed by a digest
+    k = _plan_cache.key(mid, (300, 300), "valid", "fill", 0.0, "auto", "fp64", False, None)
+    assert k is not None and not any(isinstance(x, bytes) and len(x) > 64 for x in k)
 
 
 def test_plan_cache_eight_threads(fresh_cache):
@@ -285,12 +289,20 @@ def test_fast_key_calls_match_the_general_path(fresh_cache, dtype, monkeypatch):
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
     finite = np.isfinite(ref)
     np.testing.assert_allclose(got[finite], ref[finite], rtol=tol)
+    # boundaries, fill values, named methods and precisions take it too
+    for args in [(image, kernel, "valid", "fill", 1.0, "auto", None),
+                 (image, kernel, "valid", "wrap", 0, "auto", None),
+                 (image, kernel, "valid", "fill", 0, "direct", None),
+                 (image, kernel, "valid", "fill", 0, "auto", "fp64")]:
+        assert _api._fast_key(*args, False, None, None) is not None
     # anything else takes the general key
     other = np.float64 if dtype == np.float32 else np.float32
     for args in [(image, kernel.astype(other), "valid", "fill", 0, "auto", None),
-                 (image, kernel, "valid", "fill", 1.0, "auto", None),
-                 (image, kernel, "valid", "wrap", 0, "auto", None),
-                 (image, kernel, "valid", "fill", 0, "direct", None),
-                 (image, kernel, "valid", "fill", 0, "auto", "fp64"),
+                 (image, kernel, "valid", "fill", np.float64(1.0), "auto", None),
+                 (image, kernel.astype(np.complex128), "valid", "fill", 0, "auto", None),
+                 (np.ones(image.shape, np.int32), np.ones(kernel.shape, np.int32), "valid",
+                  "fill", 0, "auto", None),
                  (kernel, image, "valid", "fill", 0, "auto", None)]:
         assert _api._fast_key(*args, False, None, None) is None
+    assert _api._fast_key(image, kernel, "valid", "fill", 0, "auto", None, False, None,
+                          {"direct.threads": 1}) is None

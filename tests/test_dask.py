@@ -259,7 +259,7 @@ def test_gpu_cupy_and_host_chunks(method, precision):
 
 @pytest.mark.gpu
 def test_gpu_kept_plans_follow_the_kernel():
-    """GPU plans kept between chunks (tensorconv.dask._IDLE) are keyed by the kernel's values:
+    """GPU plans kept between chunks (the plan cache's GPU pools) are keyed by the kernel's values:
     another kernel of the same shape (or the same array changed in place) gets its own plan."""
     rng = np.random.default_rng(12)
     x = rng.standard_normal((600, 700)).astype(np.float32)
@@ -274,9 +274,11 @@ def test_gpu_kept_plans_follow_the_kernel():
         got = tcd.correlate2d(da.from_array(x, chunks=(200, 350)), k, "same",
                               method="naive_shmem", precision="fp32").compute()
         assert _same(got, tc.correlate2d(x, k, "same", method="naive_shmem", precision="fp32"))
-    assert tcd._IDLE
+    devices = tc.plan_cache_info()["devices"]
+    assert any(d != "cpu" and v["plans"] for d, v in devices.items())
     tcd.clear_plans()
-    assert not tcd._IDLE
+    devices = tc.plan_cache_info()["devices"]
+    assert not any(d != "cpu" and v["plans"] for d, v in devices.items())
 
 
 # ---- halos gathered from the neighbouring blocks (no map_overlap) ----
@@ -541,27 +543,28 @@ def test_block_gather_checks_its_maps():
 
 
 def test_plan_cache_evicts_past_checked_out_keys(monkeypatch):
-    """The per-worker plan cache: a key whose plans are all checked out leaves no empty entry,
-    and eviction past the cap drops the least recently used plans (it raised IndexError on an
-    empty entry once, failing the chunk after its result was computed)."""
-    import tensorconv.dask as m
+    """The plan cache's checked-out (CUDA) plans: a key whose plans are all checked out stays a
+    miss, and eviction past the cap drops the least recently used plans (an empty entry once
+    raised IndexError in the chunk pool, failing the chunk after its result was computed)."""
+    from tensorconv import _plan_cache as m
 
-    monkeypatch.setattr(m, "_IDLE", m.OrderedDict())
-    monkeypatch.setattr(m, "_MAX_IDLE", 2)
-    made = []
+    class P:
+        _device = "cuda"
+        workspace_bytes = 0
 
-    def make():
-        made.append(object())
-        return made[-1]
-
-    a = m._checkout("a", make)
-    m._checkin("a", a)
-    assert m._checkout("a", make) is a and "a" not in m._IDLE  # checked out: no empty list
-    b, c, d = (m._checkout(k, make) for k in "bcd")
+    m.clear()
+    monkeypatch.setattr(m, "MAX_GPU_PLANS", 2)
+    key = {c: (0, None, c) for c in "abcd"}
+    a = P()
+    m.release(key["a"], a)
+    assert m.acquire(key["a"]) is a
+    assert m.acquire(key["a"]) is None  # checked out: a miss, no empty list left to trip on
+    b, c, d = P(), P(), P()
     for k, p in (("a", a), ("b", b), ("c", c), ("d", d)):
-        m._checkin(k, p)
-    assert sum(len(v) for v in m._IDLE.values()) == 2
-    assert list(m._IDLE) == ["c", "d"]
+        m.release(key[k], p)
+    pool = m._pools[0]
+    assert pool.plans == 2 and list(pool.entries) == [key["c"], key["d"]]
+    m.clear()
 
 
 def test_chunk_boundaries_move_onto_the_translation_period():

@@ -3,7 +3,7 @@ behind scipy.signal's API, with the accuracy of every method measured against fl
 
 from . import _core
 from ._api import PRECISIONS, Plan, convolve2d, correlate2d, default_precision, plan
-from ._api import calibrate_cpu, clear_plan_cache, plan_cache_info
+from ._api import calibrate_cpu, clear_plan_cache, plan_cache_info, set_plan_cache_limit
 from ._api import Explanation, explain
 from ._api import PlanOption, plan_options
 from . import filters
@@ -46,7 +46,7 @@ def cuda_available() -> bool:
 __all__ = ["PRECISIONS", "Plan", "MethodInfo", "WITH_CUDA", "convolve2d", "correlate2d",
            "cuda_available", "default_precision", "filter2d_u8", "filter2d_u8_info", "filters",
            "methods", "methods_table", "plan", "simd_u8_path", "__version__"]
-__all__ += ["calibrate_cpu", "clear_plan_cache", "plan_cache_info"]
+__all__ += ["calibrate_cpu", "clear_plan_cache", "plan_cache_info", "set_plan_cache_limit"]
 
 
 def tune(*args, **kwargs) -> dict:

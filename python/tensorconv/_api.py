@@ -793,37 +793,104 @@ def plan_options() -> list:
 
 
 _NUMPY = NumpyBackend()
-_FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_FAST_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+_FAST_FILLS = (int, float)
+
+
+def _data_device(b, x):
+    """The CUDA device id of a device array (None for host arrays)."""
+    if not b.on_device:
+        return None
+    d = x.device
+    return int(d.id) if b.name == "cupy" else int(d.index)
+
+
+def _host_kernel(b, k):
+    """The kernel's content on the host, for the key: the array itself (NumPy), else one copy
+    from the device (it waits for the caller's stream: _plan_cache's docstring); None where it
+    is too large to key or cannot be copied (a dtype NumPy lacks)."""
+    if not b.on_device:
+        return k
+    n = k.numel() * k.element_size() if b.name == "torch" else k.nbytes
+    if n > _plan_cache.MAX_KERNEL_BYTES:
+        return None
+    try:
+        return b.to_host(k)
+    except (TypeError, RuntimeError):
+        return None
+
+
+_FAST_NAMES = frozenset(("float16", "float32", "float64"))
 
 
 def _fast_key(in1, in2, mode, boundary, fillvalue, method, precision, convolve, dtype, options):
-    """The plan-cache key of the commonest call, else None: two NumPy arrays of one float dtype
-    (float32 or float64), image at least the kernel's size, method 'auto', fill 0, no precision,
-    dtype or options. Such a call, once cached, skips the general checks and conversions (which
-    cost most of a small call's time, and more when another job has emptied the caches); the
-    key holds the kernel's bytes, as the general one does."""
-    if (method != "auto" or precision is not None or dtype is not None or options
-            or boundary != "fill" or type(in1) is not np.ndarray or type(in2) is not np.ndarray
-            or (fillvalue.__class__ not in (int, float) or fillvalue != 0)):
+    """The plan-cache key of the commonest calls, else None: two 2-D float arrays of one dtype
+    (float16/32/64; NumPy, or a CUDA image of CuPy / PyTorch with a kernel on the host or of the
+    same library), the image at least the kernel's size, a string method and precision (or
+    None), a number (int or float) as fill value, no dtype or options. Such a call, once cached,
+    skips the general checks and conversions (which cost most of a small call's time): its plan
+    was made from the same shapes, dtypes and arguments (checked then). The key holds the
+    kernel's content, as the general one does. Returns (key, backend, host kernel, fill)."""
+    if (dtype is not None or options or fillvalue.__class__ not in _FAST_FILLS
+            or method.__class__ is not str or not (precision is None
+                                                   or precision.__class__ is str)):
         return None
-    dt = in1.dtype
-    if (dt is not in2.dtype and dt != in2.dtype) or dt not in _FAST_DTYPES or in1.ndim != 2 \
-            or in2.ndim != 2 or in2.nbytes > _plan_cache.MAX_KERNEL_BYTES:
+    t1, t2 = type(in1), type(in2)
+    if t1 is np.ndarray:
+        if t2 is not np.ndarray:
+            return None
+        b, dev, stream = _NUMPY, None, None
+        dt = in1.dtype
+        if (dt is not in2.dtype and dt != in2.dtype) or dt not in _FAST_DTYPES:
+            return None
+        name = dt.char
+    else:
+        mod = t1.__module__
+        if not (mod.startswith("cupy") or mod.startswith("torch")) or (
+                t2 is not t1 and t2 is not np.ndarray):
+            return None
+        b = backend_of(in1)
+        if not b.on_device:
+            return None
+        name = b.dtype_str(in1)
+        if name not in _FAST_NAMES or name != (b.dtype_str(in2) if t2 is t1
+                                               else _NUMPY.dtype_str(in2)):
+            return None
+        dev, stream = _data_device(b, in1), b.stream(in1)
+    if in1.ndim != 2 or in2.ndim != 2:
         return None
     (ih, iw), (kh, kw) = in1.shape, in2.shape
     if kh > ih or kw > iw or kh == 0 or kw == 0:
         return None
-    return ("fast", in2.tobytes(), dt.char, in2.shape, in1.shape, mode, bool(convolve))
+    k = in2 if t2 is np.ndarray else _host_kernel(b, in2)
+    if k is None:
+        return None
+    c = _plan_cache.content(k)
+    if c is None:
+        return None
+    try:
+        fill = float(fillvalue)
+    except OverflowError:  # an int too large: the general path's error
+        return None
+    return ((dev, stream, "fast", c, name, tuple(in2.shape), tuple(in1.shape), mode, boundary,
+             repr(fill), method, precision, bool(convolve)), b, k, fill)
 
 
 def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool, dtype,
          options=None, batch=False):
-    fk = None if batch is not False else _fast_key(in1, in2, mode, boundary, fillvalue, method,
-                                                   precision, convolve, dtype, options)
-    if fk is not None:
-        p = _plan_cache.get(fk)
-        if p is not None:  # made from these very shapes and dtypes (checked then)
-            return p._real(_NUMPY, p._plan, in1, 0.0)
+    fast = None if batch is not False else _fast_key(in1, in2, mode, boundary, fillvalue,
+                                                     method, precision, convolve, dtype, options)
+    fk = None
+    if fast is not None:
+        fk, b, kh_, fill_ = fast
+        p = _plan_cache.acquire(fk)
+        if p is not None:  # made from these very shapes, dtypes and arguments (checked then)
+            return _plan_cache.run(
+                fk, lambda: Plan(kh_, in1.shape, mode=mode, boundary=boundary, fillvalue=fill_,
+                                 method=method, precision=precision, convolve=convolve,
+                                 device="cuda" if b.on_device else None),
+                lambda q: q._real(b, q._plan, in1, fill_), not b.on_device, plan=p)
+        in2 = kh_  # (a device kernel's host copy: the plan is made from it, no second copy)
     b1, b2 = backend_of(in1), backend_of(in2)
     in1, in2 = b1.asarray(in1), b2.asarray(in2)
     if not isinstance(batch, (bool, np.bool_)):
@@ -871,15 +938,26 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
             in1, in2, b1, b2, swapped = in2, in1, b2, b1, True
     device = "cuda" if b1.on_device else None
     options = check_options(options)
-    key = fk or (None if b2.on_device or not isinstance(method, str) else _plan_cache.key(
-        in2, in1.shape[-2:], mode, _check_boundary(boundary), fill, method, precision, convolve,
-        device, tuple(sorted(options.items()))))
-    p = _plan_cache.get(key) if fk is None else None  # (a fast key missed above)
-    if p is None:
-        p = Plan(in2, in1.shape[-2:], mode=mode, boundary=boundary, fillvalue=fill, method=method,
-                 precision=precision, convolve=convolve, device=device, options=options)
-        _plan_cache.put(key, p)
-    out = p(in1)
+    key = fk
+    if key is None and isinstance(method, str):
+        k_host = _host_kernel(b2, in2)
+        if k_host is not None:
+            dev = _data_device(b1, in1)
+            key = _plan_cache.key(k_host, in1.shape[-2:], mode, _check_boundary(boundary), fill,
+                                  method, precision, convolve, dev,
+                                  tuple(sorted(options.items())),
+                                  b1.stream(in1) if b1.on_device else None)
+            in2 = k_host if b2.on_device else in2
+        p = _plan_cache.acquire(key)
+    else:
+        p = None  # (a fast key missed above)
+
+    def build():
+        return Plan(in2, in1.shape[-2:], mode=mode, boundary=boundary, fillvalue=fill,
+                    method=method, precision=precision, convolve=convolve, device=device,
+                    options=options)
+
+    out = _plan_cache.run(key, build, lambda q: q(in1), not b1.on_device, plan=p)
     # scipy flips a swapped correlation; convolution commutes, so it needs no flip
     out = b1.flip(out) if swapped and not convolve else out
     return b1.cast(out, out_dtype) if out_dtype is not None else out
@@ -916,8 +994,16 @@ def calibrate_cpu(save: bool = True) -> dict:
     return constants
 
 
-def clear_plan_cache() -> None:
+def clear_plan_cache(device=None) -> None:
     """Forget the plans `correlate2d` and `convolve2d` keep for repeated calls.
+
+    Also those of `tensorconv.filters`, `tensorconv.astropy` and `tensorconv.dask`, freeing their
+    memory: all of them, or one pool's. Hit and miss counts restart.
+
+    Parameters
+    ----------
+    device : None, "cpu" or int, optional
+        ``None`` clears every pool; ``"cpu"`` the host plans; an int that CUDA device's plans.
 
     Returns
     -------
@@ -930,20 +1016,23 @@ def clear_plan_cache() -> None:
     >>> tc.plan_cache_info()["plans"]
     0
     """
-    _plan_cache.clear()
+    _plan_cache.clear(device)
 
 
 def plan_cache_info() -> dict:
     """The plan cache's state.
 
-    Repeated `correlate2d` / `convolve2d` calls on host kernels reuse their plan from a bounded
-    cache (CPU plans only; GPU plans hold device buffers), keyed on the kernel's bytes, dtype and
-    shape, the image shape, mode, boundary, fill value, method, precision and device.
+    Repeated `correlate2d` / `convolve2d` calls reuse their plan from a bounded cache with one
+    pool per device (``"cpu"`` and each CUDA device id), keyed on the kernel's content (its bytes,
+    or a digest of them), dtype and shape, the image shape, mode, boundary, fill value, method,
+    precision, options, device and (for device data) the CUDA stream.
 
     Returns
     -------
     dict
-        ``plans``, ``max_plans``, ``bytes``, ``max_bytes``, ``hits`` and ``misses``.
+        Totals ``plans``, ``bytes``, ``hits`` and ``misses``; the CPU pool's bounds
+        ``max_plans`` and ``max_bytes``; and under ``devices`` each pool with its ``plans``,
+        ``bytes``, ``max_bytes``, ``max_plans``, ``hits``, ``misses`` and ``evictions``.
 
     Examples
     --------
@@ -958,6 +1047,35 @@ def plan_cache_info() -> dict:
     (1, True)
     """
     return _plan_cache.info()
+
+
+def set_plan_cache_limit(max_bytes=None, device=None) -> None:
+    """Set the most memory the cached plans may hold, per device.
+
+    Idle plans beyond the new budget are freed at once.
+
+    Parameters
+    ----------
+    max_bytes : int or None, optional
+        The budget in bytes; 0 keeps nothing. ``None`` restores the default: 256 MiB on the CPU,
+        min(1 GiB, 10 % of the device's memory) per GPU. The environment variable
+        ``TENSORCONV_PLAN_CACHE_MB``, read at import, sets every pool's default instead.
+    device : None, "cpu" or int, optional
+        The pool: every pool (``None``), the host plans (``"cpu"``) or a CUDA device id.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> tc.set_plan_cache_limit(64 << 20, device="cpu")
+    >>> tc.plan_cache_info()["devices"]["cpu"]["max_bytes"] == 64 << 20
+    True
+    >>> tc.set_plan_cache_limit()  # the defaults again
+    """
+    _plan_cache.set_limit(max_bytes, device)
 
 
 def _integer_sums_inexact(in1, in2, b1, b2, rt) -> bool:

@@ -29,8 +29,6 @@ Needs the optional extra: ``pip install "tensorconv[dask]"`` (dask[array], distr
 from __future__ import annotations
 
 import functools
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
@@ -40,7 +38,7 @@ except ImportError as e:  # pragma: no cover - the extra is optional
     raise ImportError("tensorconv.dask needs dask: pip install \"tensorconv[dask]\" "
                       "(dask[array] and distributed)") from e
 
-from . import _api
+from . import _api, _plan_cache
 from ._api import _STORAGE, _COMPLEX_STORAGE, _check_boundary, _check_fillvalue, _check_mode
 from ._api import _check_precision, _fill_for, _pads
 from ._arrays import boundary_indices, pad_sources
@@ -177,17 +175,18 @@ def _pad_axis(a, axis: int, before: int, after: int, boundary: str, fill):
     return out.rechunk(tuple(chunks))
 
 
-# Idle GPU plans of this process (a Dask worker), by kernel, chunk shape, method, precision:
-# correlate2d makes a GPU plan per call, and freeing its device buffers (cudaFree) waits for the
-# whole device, so every chunk's plan would stall the chunks other threads have in flight. A
-# chunk checks a plan out (one thread per plan: its staging is not shared) and back in.
-_IDLE: OrderedDict = OrderedDict()
-_IDLE_LOCK = threading.Lock()
-_MAX_IDLE = 32  # plans kept in all (each holds ~3 x 2 chunk bands of device staging)
+# GPU plans of this process (a Dask worker) live in the one plan cache (tensorconv._plan_cache:
+# per device, bounded by its byte budget), by kernel content, chunk shape, method, precision,
+# device and stream: correlate2d would otherwise make a GPU plan per chunk, and freeing its
+# device buffers (cudaFree) waits for the whole device, stalling the chunks other threads have in
+# flight. A chunk checks a plan out (one thread per plan: its staging is not shared) and back in;
+# a plan whose call raised is dropped.
 
 
 def clear_plans() -> None:
-    """Forget the GPU plans this process keeps for its next chunks (and their device memory).
+    """Forget the plans this process keeps for its next chunks (their device memory).
+
+    These are the plan cache's GPU pools; `tensorconv.clear_plan_cache` clears every pool.
 
     Returns
     -------
@@ -198,46 +197,32 @@ def clear_plans() -> None:
     >>> import tensorconv.dask as tcd
     >>> tcd.clear_plans()
     """
-    with _IDLE_LOCK:
-        _IDLE.clear()
+    for name in list(_plan_cache.info()["devices"]):
+        if name != "cpu":
+            _plan_cache.clear(name)
 
 
-def _checkout(key, make):
-    with _IDLE_LOCK:
-        idle = _IDLE.get(key)
-        p = idle.pop() if idle else None
-        if idle is not None and not idle:
-            del _IDLE[key]  # no empty lists: _checkin's eviction pops the oldest key's list
-    return p if p is not None else make()
-
-
-def _checkin(key, p):
-    with _IDLE_LOCK:
-        _IDLE.setdefault(key, []).append(p)
-        _IDLE.move_to_end(key)
-        n = sum(len(v) for v in _IDLE.values())
-        while n > _MAX_IDLE:  # the least recently used key's plans go first
-            oldest = next(iter(_IDLE))
-            if _IDLE[oldest]:
-                _IDLE[oldest].pop()
-                n -= 1
-            if not _IDLE[oldest]:
-                del _IDLE[oldest]
+def _chunk_key(k, shape, method, precision, convolve, dev, stream):
+    c = _plan_cache.content(k)
+    if c is None:
+        return None
+    return (dev, stream, "dask", c, k.dtype.str, k.shape, tuple(shape), method, precision,
+            bool(convolve))
 
 
 def _gpu_valid(block, kernel, method, precision, convolve):
     k = kernel.get() if _is_cupy(kernel) else np.asarray(kernel)
-    dev = None
+    dev = stream = None
     if _is_cupy(block):
-        dev = block.device.id
-    key = (k.tobytes(), k.dtype.str, k.shape, tuple(block.shape[-2:]), method, precision,
-           bool(convolve), dev)
-    p = _checkout(key, lambda: _api.Plan(kernel, block.shape[-2:], mode="valid", method=method,
-                                         precision=precision, convolve=convolve,
-                                         device="cuda"))
-    out = p(block)  # a (B, H, W) chunk is one batched call
-    _checkin(key, p)  # (a plan that raised is dropped)
-    return out
+        import cupy
+
+        dev, stream = block.device.id, int(cupy.cuda.get_current_stream().ptr)
+    key = _chunk_key(k, block.shape[-2:], method, precision, convolve, dev, stream)
+    return _plan_cache.run(
+        key, lambda: _api.Plan(k, block.shape[-2:], mode="valid", method=method,
+                               precision=precision, convolve=convolve, device="cuda"),
+        lambda p: p(block),  # a (B, H, W) chunk is one batched call
+        host_data=dev is None)
 
 
 def _valid_block(block, *, kernel, method, precision, convolve, out_dtype, cast):
@@ -368,22 +353,24 @@ def _gpu_gather_valid(blocks, rb, rl, cb, cl, fill, kernel, method, precision, c
     fits: no padded copy on the host."""
     k = np.asarray(kernel)
     shape = (int(rl.size), int(cl.size))
-    key = (k.tobytes(), k.dtype.str, k.shape, shape, method, precision, bool(convolve), None)
-    p = _checkout(key, lambda: _api.Plan(kernel, shape, mode="valid", method=method,
-                                         precision=precision, convolve=convolve,
-                                         device="cuda"))
+    key = _chunk_key(k, shape, method, precision, convolve, None, None)
     grid = [[_host_block(b, storage) for b in row] for row in blocks]
     es = np.dtype(storage).itemsize
     flat = [b for row in grid for b in row]
     ptrs = np.array([b.ctypes.data for b in flat], np.int64)
     dims = np.array([(b.shape[0], b.shape[1], b.strides[0] // es) for b in flat],
                     np.int64).ravel()
-    out = _api._host_result(p.out_shape, storage)
-    p._plan.run_gather_blocks(ptrs, dims, len(grid), len(grid[0]), rb, rl, cb, cl, float(fill),
-                              out.ctypes.data, out.shape[0], out.shape[1], out.strides[0] // es,
-                              storage, 0)
-    _checkin(key, p)  # (a plan that raised is dropped)
-    return out
+
+    def call(p):
+        out = _api._host_result(p.out_shape, storage)
+        p._plan.run_gather_blocks(ptrs, dims, len(grid), len(grid[0]), rb, rl, cb, cl,
+                                  float(fill), out.ctypes.data, out.shape[0], out.shape[1],
+                                  out.strides[0] // es, storage, 0)
+        return out
+
+    return _plan_cache.run(key, lambda: _api.Plan(k, shape, mode="valid", method=method,
+                                                  precision=precision, convolve=convolve,
+                                                  device="cuda"), call, host_data=True)
 
 
 def _gather_chunk(blocks, *, rows, cols, kernel, method, precision, convolve, out_dtype,

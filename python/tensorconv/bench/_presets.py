@@ -365,7 +365,7 @@ PRESETS = {"im2tensor": im2tensor, "kondo": kondo, "kelefouras": kelefouras,
            "separable": separable, "cpu-float": cpu_float, "gpu-core": gpu_core,
            "tc-fp": tc_fp, "scipy-compat": scipy_compat,
            "workspace-nonfinite": workspace_nonfinite, "astropy": astropy,
-           "filters": family, "stacks": family, "dask": family}
+           "filters": family, "stacks": family, "dask": family, "oneshot": family}
 
 
 def fma_peaks() -> dict:

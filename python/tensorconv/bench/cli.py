@@ -13,6 +13,7 @@ with --tune, or redraw the tables and figures of a results file with --report.
   tensorconv-bench --preset kondo --parts fig5 --sizes 4096 --rs 1,3,7,11,15,23   # Fig. 5 only
   tensorconv-bench --preset filters --parts gaussian --rs 1-23 --cv2-rs ""   # vs cupyx, kornia...
   tensorconv-bench --preset stacks --skip-host --quick     # stack vs loop vs cuDNN batch
+  tensorconv-bench --preset oneshot --quick                # scipy-style calls vs plans (~2 min)
   tensorconv-bench --preset dask --gpus 2 --sizes 65536 --kernels 15 --overhead
   tensorconv-bench --sizes 1024 --kernels 3,15 --precisions fp32 --methods naive_shmem,fft
   tensorconv-bench --tune                                  # cost model of 'auto' for this GPU
@@ -127,7 +128,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--kornia-max-r", type=int, help="filters: largest radius of kornia "
                    "bilateral_blur (default 11; it runs out of memory beyond)")
     g.add_argument("--quick", action="store_true", help="stacks: 5 runs of the slow loop of "
-                   "correlate2d calls")
+                   "correlate2d calls; oneshot: 4096², fp32, k = 3, 15, 55, valid/same, "
+                   "fill/symm")
     g.add_argument("--host-only", action="store_true", help="stacks: only the host-array rows "
                    "(~10 s; files stacks_host_<device>)")
     g.add_argument("--skip-host", action="store_true", help="stacks: stacks and batched "
@@ -150,7 +152,7 @@ def parser() -> argparse.ArgumentParser:
 
 # option -> the presets it applies to
 PRESET_ONLY = {"parts": ("kondo", "filters"), "rs": ("kondo", "filters"),
-               "cv2_rs": ("filters",), "kornia_max_r": ("filters",), "quick": ("stacks",),
+               "cv2_rs": ("filters",), "kornia_max_r": ("filters",), "quick": ("stacks", "oneshot"),
                "host_only": ("stacks",), "skip_host": ("stacks",), "gpus": ("dask",),
                "chunk": ("dask",), "boundary": ("dask",), "mode": ("dask",),
                "overhead": ("dask",), "device": ("dask",), "halos": ("dask",)}
@@ -164,7 +166,7 @@ def _check_preset_options(a) -> None:
                              f"to --preset {' or '.join(presets)}")
     if a.host_only and a.skip_host:
         raise SystemExit("tensorconv-bench: error: --host-only and --skip-host exclude each other")
-    if a.preset in ("filters", "stacks", "dask") and (a.tune or a.timing or a.peers):
+    if a.preset in ("filters", "stacks", "dask", "oneshot") and (a.tune or a.timing or a.peers):
         raise SystemExit(f"tensorconv-bench: error: --preset {a.preset} takes no --tune, "
                          "--timing or --peers (its peers and timing are fixed)")
 
@@ -232,7 +234,7 @@ def main(argv=None) -> int:
         print(f"load average {extra['load_average_start']}; FMA peak (GFLOP/s, all cores): "
               f"{extra['fma_peak_gflops']}", file=sys.stderr)
         sweep.rows += _presets.small_call_rows()
-    if a.preset in ("filters", "stacks", "dask"):
+    if a.preset in ("filters", "stacks", "dask", "oneshot"):
         status = family(a, sweep, dev, precisions, methods, parts_asked, extra)
         parts, bar = [], None
         if a.preset == "dask" and a.device == "cpu":
@@ -308,7 +310,7 @@ def main(argv=None) -> int:
         print(f"budget of {a.budget_s:g} s reached: {sweep.skipped_for_time} points not timed",
               file=sys.stderr)
     print("wrote", *map(str, files))
-    if a.preset in ("filters", "stacks", "dask"):
+    if a.preset in ("filters", "stacks", "dask", "oneshot"):
         return status
     return 0
 
@@ -316,10 +318,11 @@ def main(argv=None) -> int:
 def _notes(preset) -> str:
     """The timing rule the file's rows follow (the family presets state their own)."""
     doc = __doc__
-    if preset in ("filters", "stacks", "dask"):
-        from . import _dask, _filters, _stacks
+    if preset in ("filters", "stacks", "dask", "oneshot"):
+        from . import _dask, _filters, _oneshot, _stacks
 
-        doc = {"filters": _filters, "stacks": _stacks, "dask": _dask}[preset].__doc__
+        doc = {"filters": _filters, "stacks": _stacks, "dask": _dask,
+               "oneshot": _oneshot}[preset].__doc__
     return doc.split("\n\n")[-1].replace("\n", " ")
 
 
@@ -337,7 +340,7 @@ def family(a, sweep, dev, precisions, methods, parts, extra) -> int:
     dask_multi_gpu.py): their rows into sweep.rows; the exit status (dask: 1 when a result is
     not bit-for-bit the one call's)."""
     sizes = _ints(a.sizes, "sizes") if a.sizes else None
-    if sizes and len(sizes) > 1:
+    if sizes and len(sizes) > 1 and a.preset != "oneshot":
         raise SystemExit(f"tensorconv-bench: error: --preset {a.preset} takes one --sizes value")
     if a.preset == "filters":
         from . import _filters
@@ -348,6 +351,14 @@ def family(a, sweep, dev, precisions, methods, parts, extra) -> int:
                                        cv2_rs, 11 if a.kornia_max_r is None else a.kornia_max_r)
         if errors:
             extra["errors"] = errors
+        return 0
+    if a.preset == "oneshot":
+        from . import _oneshot
+
+        sweep.rows += _oneshot.oneshot_rows(
+            sweep, a.quick, a.runs, sizes=sizes,
+            ks=_ints(a.kernels, "kernels") if a.kernels else None,
+            precisions=precisions if a.precisions else None)
         return 0
     if a.preset == "stacks":
         from . import _stacks
