@@ -126,7 +126,7 @@ template <> struct Cfg<Precision::tf32> {
 template <> struct Cfg<Precision::fp64> {
   using In = double; using S = double; using Coef = double; using Acc = double;
   static constexpr int KK = 8, kRings = 1;
-  // H100, 4096^2, kernel ms at k = 3 / 9 / 15 / 25 / 35 (harness rounds 8-9): G = 6 0.119 /
+  // H100, 4096^2, kernel ms at k = 3 / 9 / 15 / 25 / 35 (toeplitz_tune --round8, --round9): G = 6 0.119 /
   // 0.157 / 0.242 / 0.482 / 0.949, G = 2 (before) 0.121 / - / 0.301 / 0.556 / 0.952, G = 4
   // 0.121 / - / 0.295 / 0.497 / 0.945. More groups per warp reuse each A fragment more often;
   // ptxas spills up to ~70 bytes at G = 6 and it is still the fastest.
@@ -147,7 +147,7 @@ template <> struct Cfg<Precision::fp64> {
 template <> struct Cfg<Precision::fp32> : Cfg<Precision::fp64> {
   using In = float; using S = float;
   // G = 7 without the B prefetch (the registers go to the accumulators). H100, 4096^2, kernel ms
-  // at k = 3 / 9 / 15 / 25 / 35 / 55 (harness rounds 8-9): 0.089 / 0.118 / 0.221 / 0.451 /
+  // at k = 3 / 9 / 15 / 25 / 35 / 55 (toeplitz_tune --round8, --round9): 0.089 / 0.118 / 0.221 / 0.451 /
   // 0.914 / 1.872; G = 4 (before) 0.082 / 0.128 / 0.257 / 0.500 / 0.967 / 1.952; G = 5 and 6,
   // with or without the prefetch, in between; G = 2 0.289 / 0.555 at k = 15 / 25.
   using Geo = Geom<7, 4, 2, 2, false, 1, false, 0, 0>;
