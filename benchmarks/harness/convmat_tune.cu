@@ -76,7 +76,7 @@ std::vector<Variant> variants() {
     v.push_back({"convmat base BK48", Kind::gemm, 48, (void*)convmat_kernel<T, false, 48, false>});
     v.push_back({"convmatT base BK32", Kind::gemm_t, 32, (void*)convmat_kernel<T, true, 32, false>});
   }
-  // round 3 (outputs through shared memory were measured too, then removed: slower)
+  // (outputs through shared memory were measured too, then removed: slower)
   if constexpr (!std::is_same_v<typename T::In, typename T::Stage>) {
     v.push_back({"rows unr4 UC32", Kind::rows, 32, (void*)rows::convmat_rows_kernel<T, 32, true, 4>});
     v.push_back({"rows unr4 UC48", Kind::rows, 48, (void*)rows::convmat_rows_kernel<T, 48, true, 4>});

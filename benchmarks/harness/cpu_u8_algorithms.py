@@ -1,8 +1,8 @@
-"""A tuning helper, not a paper evaluation (that is `tensorconv-bench --preset kelefouras`): every
+"""A tuning program, not a paper evaluation (that is `tensorconv-bench --preset kelefouras`): every
 simd_u8 algorithm forced on the preset's three kernel cases (bench._presets.u8_kernels) at one
 image size, one thread (least disturbed by other jobs on shared cores), median of 20 interleaved
 runs: the measurements behind filter2d_u8's automatic choice. Writes
-benchmarks/results/cpu_u8_algorithms_<host>.json and prints a Markdown table. With
+cpu_u8_algorithms_<host>.json and prints a Markdown table. With
 TENSORCONV_FORCE_AVX2=1 in the environment the AVX2 tier runs where AVX-512 is present (the
 former cpu_u8.py's simd_u8_avx2 rows).
 

@@ -1,4 +1,4 @@
-// Harness (issue #17 item 7): "fft by rows" (fft_rows.cuh) against the 2-D transform pair that
+// Harness: "fft by rows" (fft_rows.cuh) against the 2-D transform pair that
 // fft.cu runs. Variants:
 //   rows+copy    1-D R2C along the rows, correlate_down, 1-D C2R along the rows into a
 //                workspace, the valid W - kw + 1 columns copied out

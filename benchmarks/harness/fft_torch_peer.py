@@ -1,4 +1,4 @@
-"""torch.fft peer of benchmarks/fft_variants.cu, timed in the same device run (helper fftcb).
+"""torch.fft peer of benchmarks/harness/fft_hybrid.cu, timed on the same device.
 
 The same correlation as the package's bench peer `torch_fft` (python/tensorconv/bench/_peers.py):
 irfft2(rfft2(x) * K)[:h-k+1, :w-k+1] with K = conj(rfft2(k, s=(h, w))) precomputed, median of 20

@@ -1,4 +1,4 @@
-// Where the time of a host (pageable) image's round trip through the card goes (issue #23):
+// Where the time of a host (pageable) image's round trip through the card goes:
 // 64 MB float32 (4096²) copied pageable -> pinned and back with 1..16 threads, first touch of a
 // fresh output (page faults + zeroing), transparent huge pages, cudaHostRegister / cudaHostAlloc,
 // pinned H2D / D2H alone and together, and the staging pipeline as a whole (bands of 8 MB through

@@ -1,7 +1,7 @@
 // Harness for csrc/cuda/methods/naive/naive_fixed.cuh (naive_shmem's fp32 variant with the kernel's shape
 // compiled in) at 4096^2, U[0, 1) image and kernel, median of 20 with CUDA events, against a
 // float64 direct sum on 2000 sampled outputs (the last rows and columns among them): mean,
-// median and largest relative error in %. Logs: results/naive_fixed_harness_h100.txt.
+// median and largest relative error in %. Results: docs/design/paplinski.md.
 // Build: nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks/harness benchmarks/harness/naive_fixed_harness.cu
 #include <algorithm>
 #include <cmath>

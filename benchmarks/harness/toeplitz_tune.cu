@@ -4,8 +4,8 @@
 // direct correlation on the host — without building the package (the device build takes ~100 s).
 // Build here:  nvcc -std=c++17 -O3 -arch=sm_90a -Icsrc -Ibenchmarks/harness -o tunebin/toeplitz_tune benchmarks/harness/toeplitz_tune.cu
 // Run there:   tunebin/toeplitz_tune [--quick | --round4 | --tf32 | --round7 | --round8 | --round9 | --round10 | --round11 | --round12 | --round13 | --round14 | --round15 | --round16 | --round17 | --one PREC K]
-// (default: every precision's checks, then the default geometries' times; --round4: the
-// variants of round 4, results/toeplitz_tune_round4_h100.txt; tunebin/ is not committed)
+// (default: every precision's checks, then the default geometries' times; --roundN: one
+// tuning sweep, each described above its function below; tunebin/ is not committed)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -159,7 +159,7 @@ void time_geo(const std::vector<double>& img, int n, std::mt19937_64& rng, const
   }
 }
 
-// Round 4's variants (results/toeplitz_tune_round4_h100.txt): 3xTF32 for fp32 (X3 = chain
+// --round4: 3xTF32 for fp32 (X3 = chain
 // length), ldmatrix fragments (LDM): Geom<G, WR, WC, MINB, PERM, UNR, LDM, X3, PF>.
 using X3g4l1 = Geom<4, 4, 2, 2, false, 1, true, 1>;
 using X3g4l2 = Geom<4, 4, 2, 2, false, 1, true, 2>;
@@ -167,7 +167,7 @@ using X3g4l8 = Geom<4, 4, 2, 2, false, 1, true, 8>;  // one chain per kernel row
 using X3g2l2 = Geom<2, 4, 2, 2, false, 1, true, 2>;
 using X3g4l2w = Geom<4, 2, 4, 2, false, 1, true, 2>;
 using X3g4l2n = Geom<4, 4, 2, 2, false, 1, true, 2, 0>;  // no B prefetch (fewer registers)
-using TfSmall = Geom<4, 4, 2, 3, false, 1, true>;  // tf32 up to area 64 until round 14
+using TfSmall = Geom<4, 4, 2, 3, false, 1, true>;  // tf32 up to area 64 before --round14
 
 static void round4(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
@@ -192,9 +192,9 @@ static void round4(std::mt19937_64& rng, std::vector<double>& img, int n) {
   check_shapes<Precision::tf32, Geom<8, 2, 4, 2, false, 1, true>>(rng, "G8w4ldm");
 }
 
-// Round 5 (results/toeplitz_tune_round5_h100.txt; tf32 k = 15: 0.116 ms, goal 0.10), where
-// staging and stores of each row block are not hidden behind its MMAs (TC_FP_NOTES.md, round 4),
-// and the GeoSmall / Geo crossover. "default" is round 4's Geo (B prefetch on).
+// --tf32 (tf32 k = 15: 0.116 ms, goal 0.10): where staging and stores of each row block are
+// not hidden behind its MMAs (docs/design/tensor-cores-fp.md), and the GeoSmall / Geo
+// crossover. "default" is --round4's Geo (B prefetch on).
 using TfRE = Geom<8, 4, 2, 2, false, 1, true, 0, 0, true>;
 static void tf32_ideas(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
@@ -222,8 +222,8 @@ static void tf32_ideas(std::mt19937_64& rng, std::vector<double>& img, int n) {
   check_shapes<Precision::tf32, Geom<8, 8, 1, 2, false, 2, true>>(rng, "G8x8x1ldmu2");
 }
 
-// Round 7: output groups per warp G chosen so that the CTA tiles fill the GPU's slots in whole
-// rounds (TC_FP_NOTES.md, 2026-11-26 third stop): at 4096^2, three CTAs per SM, G = 8's
+// --round7: output groups per warp G chosen so that the CTA tiles fill the GPU's slots in whole
+// rounds (docs/design/tensor-cores-fp.md): at 4096^2, three CTAs per SM, G = 8's
 // 64 x 128 tiles take 6 rounds at 86 % of the slots, G = 7's 64 x 112 tiles 6 rounds at 98 %.
 static void round7(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
@@ -250,7 +250,7 @@ static void round7(std::mt19937_64& rng, std::vector<double>& img, int n) {
   time_geo<Precision::tf32, M7>(img, n, rng, "mid G7", {15});
 }
 
-// Round 8: fp32 / fp64 on DMMA with more output groups per warp (round 7: fp32 G = 5 beat G = 4
+// --round8: fp32 / fp64 on DMMA with more output groups per warp (--round7: fp32 G = 5 beat G = 4
 // by 8-10 % at k = 15 / 25).
 template <int G, Precision P = Precision::fp32>
 void dmma_g(std::mt19937_64& rng, std::vector<double>& img, int n, const char* tag,
@@ -280,7 +280,7 @@ static void round8(std::mt19937_64& rng, std::vector<double>& img, int n) {
   dmma_g<6, Precision::fp64>(rng, img, n, "fp64 G6", {3, 15, 25, 35});
 }
 
-// Round 9: round 8's finalists without the B prefetch (PF = 0), every k.
+// --round9: --round8's finalists without the B prefetch (PF = 0), every k.
 template <int G, Precision P = Precision::fp32, int PF = 0>
 void dmma_np(std::mt19937_64& rng, std::vector<double>& img, int n, const char* tag,
              std::vector<int> ks = {3, 9, 15, 25, 35, 55}) {
@@ -302,7 +302,7 @@ static void round9(std::mt19937_64& rng, std::vector<double>& img, int n) {
   dmma_np<2, Precision::fp64, -1>(rng, img, n, "fp64 G2", {15, 25});
 }
 
-// Round 10: tf32 GeoMid without the B prefetch (ptxas spills ~24 bytes at 80 registers), and
+// --round10: tf32 GeoMid without the B prefetch (ptxas spills ~24 bytes at 80 registers), and
 // the staging loop with a fixed thread -> chunk map (StageMap; compare the default mode's times
 // with the binary of the commit before).
 static void round10(std::mt19937_64& rng, std::vector<double>& img, int n) {
@@ -320,7 +320,7 @@ static void round10(std::mt19937_64& rng, std::vector<double>& img, int n) {
   time_geo<Precision::tf32, M0>(img, n, rng, "mid nopf", {9, 15, 21, 25});
 }
 
-// Round 11: GeoMid without prefetch, other warp layouts and unrolls (tf32, three CTAs per SM).
+// --round11: GeoMid without prefetch, other warp layouts and unrolls (tf32, three CTAs per SM).
 static void round11(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
   check_shapes<Precision::tf32, Geom<8, 2, 4, 3, false, 2, true, 0, 0>>(rng, "mid 2x4");
@@ -337,7 +337,7 @@ static void round11(std::mt19937_64& rng, std::vector<double>& img, int n) {
   time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid pf", ks);
 }
 
-// Round 12: what misaligned output rows cost (rows of 4096 - k + 1 floats start at 8 or 16
+// --round12: what misaligned output rows cost (rows of 4096 - k + 1 floats start at 8 or 16
 // bytes into a 32-byte sector unless k = 1 mod 8): the same kernels writing rows padded to 8.
 static void round12(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
@@ -355,7 +355,7 @@ static void round12(std::mt19937_64& rng, std::vector<double>& img, int n) {
   g_pad_out = false;
 }
 
-// Round 13: Geom SO (outputs through per-warp shared-memory buffers, one store per row).
+// --round13: Geom SO (outputs through per-warp shared-memory buffers, one store per row).
 static void round13(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
   using M0 = Geom<8, 4, 2, 3, false, 2, true, 0, 0>;
@@ -385,7 +385,7 @@ static void round13(std::mt19937_64& rng, std::vector<double>& img, int n) {
   time_geo<Precision::tf32, M0>(img, n, rng, "mid nopf", {15});
 }
 
-// Round 14: tf32 tiers after SO: which of Geo (SO), GeoMid and GeoSmall per kernel size.
+// --round14: tf32 tiers after SO: which of Geo (SO), GeoMid and GeoSmall per kernel size.
 static void round14(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
   for (auto& x : img) x = U(rng);
@@ -395,7 +395,7 @@ static void round14(std::mt19937_64& rng, std::vector<double>& img, int n) {
   time_geo<Precision::tf32, TfSmall>(img, n, rng, "small", {3, 5, 7, 9});
 }
 
-// Round 15: tf32 at k = 9..25 with four CTAs per SM (64 registers).
+// --round15: tf32 at k = 9..25 with four CTAs per SM (64 registers).
 static void round15(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
   using Q1 = Geom<8, 4, 2, 4, false, 1, true, 0, 0>;
@@ -412,7 +412,7 @@ static void round15(std::mt19937_64& rng, std::vector<double>& img, int n) {
   time_geo<Precision::tf32, Cfg<Precision::tf32>::GeoMid>(img, n, rng, "mid", {15});
 }
 
-// Round 16: GeoMid with Geom RO (row-wise stores through the free image ring).
+// --round16: GeoMid with Geom RO (row-wise stores through the free image ring).
 static void round16(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
   using MR = Geom<8, 4, 2, 3, false, 2, true, 0, 0, false, false, true>;
@@ -429,7 +429,7 @@ static void round16(std::mt19937_64& rng, std::vector<double>& img, int n) {
   time_geo<Precision::tf32, MR>(img, n, rng, "mid RO", {15});
 }
 
-// Round 17: GeoMid with the band table in shared memory (Geom BS).
+// --round17: GeoMid with the band table in shared memory (Geom BS).
 static void round17(std::mt19937_64& rng, std::vector<double>& img, int n) {
   std::uniform_real_distribution<double> U(0, 1);
   using MB = Geom<8, 4, 2, 3, false, 2, true, 0, 0, false, false, true, true>;

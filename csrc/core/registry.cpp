@@ -144,7 +144,7 @@ const std::vector<MethodInfo>& registry() {
       {"toeplitz_tc", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64},
        90, TC_CUDA_FACTORY(make_toeplitz_tc_plan),
        "Paplinski's rcm as banded Toeplitz tiles: sum over kernel rows of image rows x band, "
-       "accumulated on the tensor cores (mma.sync; fp32 as 3xTF32, fp64 on DMMA)"},
+       "accumulated on the tensor cores (mma.sync; fp32 widened to fp64 and fp64 on DMMA)"},
   };
   return table;
 }

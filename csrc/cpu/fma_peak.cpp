@@ -1,4 +1,4 @@
-// The FMA peak of this CPU, measured by a small loop (benchmarks/cpu_float.py prints it beside
+// The FMA peak of this CPU, measured by a small loop (tensorconv-bench --preset cpu-float prints it beside
 // `direct`'s rate): independent FMA chains in registers, no memory traffic, on `threads` threads
 // at once. The widest vectors the CPU has (AVX-512, else AVX2/FMA, else scalar); on CPUs that
 // split 512-bit FMAs in two (Zen 4) both widths give the same peak.

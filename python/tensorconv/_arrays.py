@@ -20,7 +20,7 @@ _DTYPE_STR: dict = {}  # dtype -> str(dtype) (NumpyBackend.dtype_str)
 
 # Host casts of at least this many bytes (read + written) run on several threads: NumPy's cast
 # loops release the GIL, and one thread converts float32 to float16 at a few GB/s, so a 16 GiB
-# image took ~13 s on one thread before an fp16 / fp16fp32 call (benchmarks/DASK_NOTES.md).
+# image took ~13 s on one thread before an fp16 / fp16fp32 call (docs/design/dask.md).
 _PARALLEL_CAST_BYTES = 1 << 26
 _CAST_POOL = None
 _CAST_POOL_LOCK = threading.Lock()

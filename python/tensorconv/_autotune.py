@@ -256,7 +256,7 @@ def _point_key(row: dict):
 def build_defaults(paths, out: Path = DEFAULTS) -> Path:
     """The shipped model from committed results files (rows of one device): the maintainers'
     step after a device run, e.g.
-    python -c "from tensorconv._autotune import build_defaults as b; b(['results/tune_x.json'])"
+    python -c "from tensorconv._autotune import build_defaults as b; b(['benchmarks/auto_model/tune_h100.json'])"
     A later file's measurement of a point (method, precision, image, kernel) replaces the earlier
     files' (a method that changed since is measured again); within one file the fastest wins.
     """

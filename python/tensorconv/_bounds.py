@@ -25,10 +25,10 @@ MAPE_PCT_METHOD = {
     ("separable", "fp16"): 2.0,
     # cuFFT half: spectra in half precision; the paper's CUFFT fp16 row is ~0.1 %.
     ("fft", "fp16"): 0.5,
-    # CPU pocketfft: issue #18's goals (measured medians <= 1.1e-5 % fp32, <= 6e-14 % fp64).
+    # CPU pocketfft: the goals (measured medians <= 1.1e-5 % fp32, <= 6e-14 % fp64).
     ("fft_cpu", "fp32"): 2e-5,
     ("fft_cpu", "fp64"): 1e-12,
-    # toeplitz_tc: issue #17's goals. fp32 runs on DMMA (exact products, fp64 sums, one rounding
+    # toeplitz_tc: the goals. fp32 runs on DMMA (exact products, fp64 sums, one rounding
     # to fp32); tf32 rounds both operands to tf32 (measured 0.0017-0.0076 %).
     ("toeplitz_tc", "fp32"): 1e-5,
     ("toeplitz_tc", "tf32"): 0.03,

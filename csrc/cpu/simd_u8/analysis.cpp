@@ -26,7 +26,7 @@ namespace {
 constexpr std::int64_t kMaxDivisor = 2147483647;  // 32-bit IRs divide unsigned 31-bit sums
 // Separable (Algorithm 7) beats the 2-D algorithms from this kernel size on. The paper found 3x3
 // faster with Algorithm 1; with symmetric taps folded and power-of-two taps shifted, our row
-// pass makes 3x3 ~10% faster separably on Zen 5 (benchmarks/CPU_NOTES.md).
+// pass makes 3x3 ~10% faster separably on Zen 5 (docs/design/cpu-u8.md).
 constexpr int kSepMin = 3;
 
 std::int64_t pos(std::int64_t v) { return v > 0 ? v : 0; }
@@ -200,8 +200,8 @@ Prepared prepare(const std::int32_t* k, int kh, int kw, std::int64_t d, const st
         an.why += "; 3x3 binomial: one fused pass (AVX-512, centred anchor, from " +
                   std::to_string(kBinomial3MinW) + " columns)";
     } else if (pairs0) {
-      // Measured faster than Algorithms 1, 2 and 3 at every k here (benchmarks/CPU_NOTES.md,
-      // cpu_u8_algorithms.py); those stay available by name.
+      // Measured faster than Algorithms 1, 2 and 3 at every k here (docs/design/cpu-u8.md,
+      // benchmarks/harness/cpu_u8_algorithms.py); those stay available by name.
       algo = Algo::pairs;
       an.why = std::string("8-bit coefficients, ") + (ok16 ? "16-bit IRs" : "32-bit IRs: " + why16);
     } else {

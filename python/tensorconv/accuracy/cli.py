@@ -1,6 +1,6 @@
-"""python -m tensorconv.accuracy (console script tensorconv-accuracy): the USC-SIPI MAPE sweep,
-every available method x precision x kernel size against scipy float64, written as JSON, a
-Table 5 style Markdown table and a Fig. 11 style PNG.
+"""tensorconv-accuracy: the USC-SIPI MAPE sweep of each method and precision against scipy.
+Also python -m tensorconv.accuracy: every available method x precision x kernel size against
+scipy float64, written as JSON, a Table 5 style Markdown table and a Fig. 11 style PNG.
 
   tensorconv-accuracy --kernels 3,15                 # every method and precision that runs here
   tensorconv-accuracy --methods direct,fft_cpu --precisions fp32 --kernels 1-60 --data ~/misc"""

@@ -1,5 +1,4 @@
-"""tensorconv.dask on 1..N GPUs (issues #23 item 5 and #19) against one correlate2d call (was
-benchmarks/dask_multi_gpu.py).
+"""tensorconv.dask on 1..N GPUs against one correlate2d call.
 
 A float32 host image (default 65536², 16 GB), kernel k x k, through
   * one_call: tensorconv.correlate2d on the whole host NumPy array (copies in, compute, copies
@@ -114,7 +113,7 @@ def _held(client) -> int:
 
 def _settle(client, n_base: int, timeout: float = 60.0) -> None:
     """Wait until the workers hold only the image again: a released 16 GB result is freed
-    asynchronously, and a run timed while it goes measured 16 s instead of 5 (DASK_NOTES)."""
+    asynchronously, and a run timed while it goes measured 16 s instead of 5 (docs/design/dask.md)."""
     t0 = time.monotonic()
     while _held(client) > n_base and time.monotonic() - t0 < timeout:
         time.sleep(0.05)
@@ -132,7 +131,7 @@ def dask_rows(sweep, dev, device, gpus, size, chunk, ks, precisions, boundaries,
     pl = plan(device, gpus, size, chunk, ks, precisions, boundaries, method, mode)
     method = pl["method"]
     # the pinned pool's cap for results (the workers inherit it): past it a result is pageable,
-    # unpacked from pinned staging (2-GPU run, DASK_NOTES: 0.96 s at 2048 MB, 0.54 s at 24 GB)
+    # unpacked from pinned staging (2 GPUs, docs/design/dask.md: 0.96 s at 2048 MB, 0.54 s at 24 GB)
     pinned_mb = int(os.environ.get("TENSORCONV_PINNED_MB", "").strip() or 2048)
     t = time.perf_counter()
     x = host_image(size, chunk, seed=1)

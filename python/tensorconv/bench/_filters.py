@@ -1,4 +1,4 @@
-"""tensorconv.filters against their peers, and Kondo et al. Fig. 5 (was benchmarks/filters.py):
+"""tensorconv.filters against their peers, and Kondo et al. Fig. 5:
 
   fig5      bilateral, r = 1..23, the two tensor-core KI layouts against the CUDA-core kernel,
             4096² and 128² (the plans alone, padded input ready on the device, as the paper
@@ -403,7 +403,7 @@ def filters_rows(sweep, parts, size, rs, cv2_rs, kornia_max_r, fig5_sizes=None):
     return errors
 
 
-# ---- report (was benchmarks/plot_filters.py) ---------------------------------------------------
+# ---- report ---------------------------------------------------------------------
 def _series(rows, part, impl, precision=None, size=None, variant=None):
     return sorted((r["kernel"][0] // 2, r["median_ms"]) for r in rows
                   if r.get("part") == part and r["impl"] == impl

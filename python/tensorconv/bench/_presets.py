@@ -63,26 +63,26 @@ def separable() -> list:
 
 
 def gpu_core() -> list:
-    """Issue #3's GPU core: naive, naive_shmem, separable and fft in every precision they have,
+    """The GPU core: naive, naive_shmem, separable and fft in every precision they have,
     1024² and 4096², k = 3..55, cuDNN and torch.fft in the same run; separable also on a
-    Gaussian (its rank-1 case); kernel time and end to end (was benchmarks/gpu_core.py)."""
+    Gaussian (its rank-1 case); kernel time and end to end."""
     return [Part("gpu_core", (1024, 4096), (3, 15, 25, 35, 55), PRECISIONS,
                  ("naive", "naive_shmem", "separable", "fft"), ("torch_conv2d", "torch_fft"),
                  gaussian_for=("separable",), timing=("kernel", "end_to_end"))]
 
 
 def tc_fp() -> list:
-    """Issue #17 items 1-3: tf32, fp32 and fp64 at 4096² and 16384², k = 3..55: toeplitz_tc, fft,
+    """tf32, fp32 and fp64 at 4096² and 16384², k = 3..55: toeplitz_tc, fft,
     naive_shmem and 'auto' against torch.fft and cuDNN (TF32 only in tf32 rows), timed as a
     user's call of a plan on device arrays ('call': CUDA events, no sleep kernel, so Python
-    dispatch is inside; was benchmarks/tc_fp.py)."""
+    dispatch is inside)."""
     return [Part("tc_fp", (4096, 16384), (3, 15, 25, 35, 55), ("tf32", "fp32", "fp64"),
                  ("toeplitz_tc", "fft", "naive_shmem", "auto"), ("torch_fft", "torch_conv2d"),
                  timing=("call",), device="cuda")]
 
 
 def workspace_nonfinite() -> list:
-    """Issue #17 items 4-6 (was benchmarks/workspace_nonfinite.py): what the NaN/inf repair costs
+    """What the NaN/inf repair costs
     (im2tensor_fused and fft in every precision, separable on a Gaussian, 4096²: part
     repair_finite on the USC-SIPI image, repair_nonfinite on the same image holding a NaN, a
     +inf and a -inf; fp16 fft beside fp16fp32 and fp32 is the fp16 slow spot), fft's
@@ -127,12 +127,12 @@ def workspace_rows(sweep, sides=(4096, 32768), ks=(15, 55)) -> None:
 
 
 def scipy_compat() -> list:
-    """Issue #21's complex-data goals (complex_rows)."""
+    """The complex-data goals (complex_rows)."""
     return []
 
 
 def astropy() -> list:
-    """Issue #20's front end against astropy.convolution (astropy_rows)."""
+    """The astropy front end against astropy.convolution (astropy_rows)."""
     return []
 
 
@@ -177,8 +177,7 @@ def _astropy_cpu_point(sweep, x, kk, base, runs, ap_convolve, ap_convolve_fft, t
 
 def astropy_rows(sweep, sizes=(1024, 2048, 4096), ks=(3, 15, 55), runs=20,
                  timing=("end_to_end", "kernel")) -> None:
-    """tensorconv.astropy.convolve / convolve_fft against astropy.convolution (issue #20 item
-    4; was benchmarks/astropy_conv.py). Images 0.1 + 0.9 U[0, 1) (seeded by the side), with no
+    """tensorconv.astropy.convolve / convolve_fft against astropy.convolution. Images 0.1 + 0.9 U[0, 1) (seeded by the side), with no
     NaN and with 1 % scattered NaN pixels; Gaussian2DKernel(k / 6) sampled on k x k; float64 and
     float32; boundary='fill', nan_treatment='interpolate' (astropy's defaults).
     CPU: ours ('auto') and astropy's convolve and convolve_fft, end to end, every call of a
@@ -279,8 +278,7 @@ def _rel_l2(got, want) -> float:
 
 
 def complex_rows(sweep, cpu_point=(1024, 15), gpu_point=(4096, 55), runs=20) -> None:
-    """Issue #21's speed goals for complex data, peers in the same run (was
-    benchmarks/scipy_compat.py). CPU: complex128 image and kernel (cpu_point: side, k), valid,
+    """The speed goals for complex data, peers in the same run. CPU: complex128 image and kernel (cpu_point: side, k), valid,
     `direct` (four real correlations of the parts) against scipy.signal.correlate2d, end to end,
     median of 3 (scipy's call takes seconds). GPU (a usable device and CuPy): complex64
     (gpu_point), `fft` (C2C transforms) and cupyx.scipy.signal.fftconvolve on device arrays,
@@ -345,10 +343,10 @@ def kelefouras() -> list:
 
 
 def cpu_float() -> list:
-    """Issue #18's CPU float grid: 512²..4096², k = 3..63, fp32 and fp64, 'auto' (on the CPU)
+    """The CPU float grid: 512²..4096², k = 3..63, fp32 and fp64, 'auto' (on the CPU)
     and every CPU registry method against scipy.signal (correlate2d where a call is short,
     fftconvolve, oaconvolve), scipy.ndimage.correlate and cv2.filter2D, end to end from NumPy
-    (timed in shared rounds per point, as the former benchmarks/cpu_float.py did;
+    (timed in shared rounds per point;
     fma_peaks and small_call_rows add the FMA peak, load average and 32x32 small-call rows)."""
     return [Part("cpu_float", (512, 1024, 2048, 4096),
                  (3, 5, 7, 9, 11, 15, 25, 35, 45, 55, 63), ("fp32", "fp64"),
@@ -379,7 +377,7 @@ def fma_peaks() -> dict:
 
 
 def small_call_rows(n_calls: int = 2000, repeat: int = 7) -> list:
-    """Issue #18 item 4: tensorconv.correlate2d against scipy.signal.correlate2d on a 32x32
+    """tensorconv.correlate2d against scipy.signal.correlate2d on a 32x32
     float64 image and a 3x3 kernel, per call, every mode (median of `repeat` loops of n_calls
     calls, interleaved; plan cache and lazy imports warmed first)."""
     import scipy.signal
@@ -410,7 +408,7 @@ def small_call_rows(n_calls: int = 2000, repeat: int = 7) -> list:
 
 
 def u8_kernels(k: int) -> dict:
-    """The three kernel cases (was benchmarks/cpu_u8.py's kernels()): random non-separable
+    """The three kernel cases : random non-separable
     kernels, all coefficients drawn at random (fixed seed) as the paper's non-symmetric filter2D
     kernel, whose exact sums fit 16-bit IRs (filter2d16) or need 32-bit IRs (filter2d32); and the
     binomial Gaussian (separable, symmetric; divisor a power of two)."""

@@ -1,4 +1,4 @@
-"""Stacks and host arrays (issue #23 items 1, 2 and 5; was benchmarks/stacks.py): images/s of a
+"""Stacks and host arrays: images/s of a
 (B, H, W) stack call against a Python loop of single calls and cuDNN with the stack as its batch
 (part "stacks"); per-image time of a stack call against a single call per method (part
 "batching"); NumPy end to end against the pinned copy time of its input and output, and what

@@ -169,7 +169,7 @@ def time_interleaved(fns, runs=20, warm=3, row_cap_s=10.0, seed=0) -> list:
     return [(statistics.median(t) if r > 1 else f, r) for t, f, (r, _) in zip(times, first, plans)]
 
 
-# ---- PyTorch timers of the filters / stacks presets (were benchmarks/gpu_core.py's) ----------
+# ---- PyTorch timers of the filters / stacks presets ---------------------------------------
 def event_median(fn, n_inputs=1, runs=20, warmup=3, sleep_cycles=400_000) -> float:
     """Median GPU time in ms of fn(i) (i cycles over n_inputs prepared inputs), CUDA events
     through PyTorch; a sleep kernel queued before each call keeps host overhead out as long as

@@ -17,7 +17,7 @@ with --tune, or redraw the tables and figures of a results file with --report.
   tensorconv-bench --preset dask --gpus 2 --sizes 65536 --kernels 15 --overhead
   tensorconv-bench --sizes 1024 --kernels 3,15 --precisions fp32 --methods naive_shmem,fft
   tensorconv-bench --tune                                  # cost model of 'auto' for this GPU
-  tensorconv-bench --report results/im2tensor_<device>.json [--readme README.md]
+  tensorconv-bench --report benchmarks/results/im2tensor_h100.json [--readme README.md]
 
 Kernel timing: CUDA events around the public Plan's call on device arrays (a sleep kernel queued
 first keeps the host's Python work out), 3 warm-ups, median of 20 (fewer for a call slower than
@@ -336,8 +336,7 @@ def _radii(a) -> tuple:
 
 
 def family(a, sweep, dev, precisions, methods, parts, extra) -> int:
-    """--preset filters / stacks / dask (were benchmarks/filters.py, stacks.py,
-    dask_multi_gpu.py): their rows into sweep.rows; the exit status (dask: 1 when a result is
+    """--preset filters / stacks / dask : their rows into sweep.rows; the exit status (dask: 1 when a result is
     not bit-for-bit the one call's)."""
     sizes = _ints(a.sizes, "sizes") if a.sizes else None
     if sizes and len(sizes) > 1 and a.preset != "oneshot":

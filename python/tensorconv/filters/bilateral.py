@@ -15,7 +15,7 @@ from ._common import (SplitRun, can_split, check_cval, check_image, check_mode, 
                       check_precision, check_radius, image_precision)
 
 ENTRY = "filters.bilateral"
-# 'auto' on a GPU: the CUDA-core kernel (fastest in fp32/fp64, benchmarks/FILTERS_NOTES.md), the
+# 'auto' on a GPU: the CUDA-core kernel (fastest in fp32/fp64, docs/design/filters.md), the
 # tensor-core 32x8x16 scheme for fp16fp32 (the only one with that precision).
 _GPU_ORDER = ("bilateral_cuda", "bilateral_tc_32x8x16", "bilateral_tc_16x16x16")
 # Host images go to a GPU (when there is one) above this many taps: the copies cost ~ms.

@@ -181,7 +181,7 @@ void launch(const SeparableBoundaryArgs& a, int th, DeviceInfo& dev) {
 // The default per radius for float32 with k0 == k1 = 2r + 1 <= 23 (filters.gaussian's case):
 // {variant, tile rows (0: fit_tile_rows' rule)}, index r. Filled from the tuning harness's
 // "default table" line (benchmarks/harness/separable_boundary_check.cu). H100 80GB HBM3, 4096^2
-// (gauss3's round 2, 2026-11-25 21:32, /work/helpers/round2/gauss3/variants.txt; copy 0.0524 ms):
+// (copy 0.0524 ms):
 // r = 1..3 v11 (one block per tile, 256 threads) th32 0.0594 / 0.0597 / 0.0613 ms; r = 5, 7 v3
 // th64 0.0620 / 0.0689; r = 9, 11 v10 (one block per tile) th64 0.0819 / 0.0867 (persistent v5:
 // 0.0853 / 0.0979; the generic kernel 0.078-0.165). Radii between take the next timed one's

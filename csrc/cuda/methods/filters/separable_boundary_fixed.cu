@@ -249,7 +249,7 @@ constexpr FixedCfg kFixed[] = {
     {8, 1, 8, true, 3, 2, "fixK r8|r8v occ3"},   // 7: variant 3 at <= 40 registers
     {8, 1, 8, true, 3, 3, "fixK r8|r8v occ3 s3"},  // 8: variant 7, 3 staged tiles
     {16, 1, 16, true, 1, 3, "fixK r16|r16v s3"},   // 9: variant 5, 3 staged tiles
-    // one block per tile, one staged tile (gauss3's round 2 on the H100: v18 / v20 there)
+    // one block per tile, one staged tile (the H100 sweep's v18 / v20)
     {8, 1, 8, true, 1, 1, "np r8|r8v", 0, true},             // 10: variant 3's work split
     {8, 1, 8, true, 4, 1, "np r8|r8v t256 m4", 256, true},   // 11: 256 threads, <= 64 regs
 };

@@ -197,7 +197,7 @@ class Plan final : public CudaPlan {
     // Output tile per CTA: 32 rows x 128 columns (a multiple of both KI layouts' 16 / 32 pixels).
     int Wc = 128, dB = 32;
     if (s == Scheme::dki) {
-      // DKI (H100, 4096², harness sweep in KONDO_NOTES.md): 512 columns (the patch a CTA shares
+      // DKI (H100, 4096², benchmarks/harness/fir_dki_harness.cu, docs/design/kondo.md): 512 columns (the patch a CTA shares
       // with the next costs 1/32 more, the staged halo 1/8) where that still gives two CTAs per
       // SM, else 256; a 64x64 block (16 tiles, no B reuse: register-bound) 256 x 64.
       const int tiles = std::min(4, ceil_div(kw, 16)) * std::min(4, ceil_div(kh, 16));

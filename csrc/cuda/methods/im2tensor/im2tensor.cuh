@@ -619,7 +619,7 @@ class Plan final : public CudaPlan {
       if (r.kh <= 64 && r.kw <= 64 && !r.options.im2tensor_wmma) {
         // mma.sync path (mma_fused.cuh); plan option im2tensor.wmma keeps WMMA for comparisons.
         // x padded to 8 (the MMA's n), y to 16. dB output rows and nh 128-column passes per
-        // CTA from the sweep (benchmarks/IM2TENSOR_NOTES.md, 4096²): nh 4 with dB 32 for
+        // CTA from the sweep (docs/design/im2tensor.md, 4096²): nh 4 with dB 32 for
         // kh <= 16, else nh 2 with dB 64; fewer passes where the staged rows would not let the
         // registers' CTAs per SM fit in shared memory or the grid would not fill the SMs.
         // Plan options (tuning, and the tests' way to reach every geometry): im2tensor.db,

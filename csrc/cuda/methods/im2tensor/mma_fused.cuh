@@ -2,7 +2,7 @@
 // im2tensor_fused and im2tensor_atomic when the kernel fits one block (kh, kw <= 64).
 // Included by im2tensor.cuh (needs its traits, Geo, Args).
 //
-// Orientation (third round, benchmarks/IM2TENSOR_NOTES.md): P = K̂ᵀŜ is computed transposed,
+// Orientation (docs/design/im2tensor.md): P = K̂ᵀŜ is computed transposed,
 // Pᵀ = Ŝᵀ K̂, with image columns c along the MMA's m and kernel columns x along its n. What
 // bounds this kernel is the sum along each diagonal j = c - x across lanes: an accumulator
 // element (m, n) sits in lane (g = m mod 8, t = n/2 mod 4). With x along m (rounds 1-2) every
@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32,
         if (D >= NDIAG) continue;
         float s = (buf[Buf::off(0) + D] + buf[Buf::off(1) + D]) +
                   (buf[Buf::off(2) + D] + buf[Buf::off(3) + D]);
-        // Diagonals crossing into the next pass (D >= 128 from round 4 on): the same lane
+        // Diagonals crossing into the next pass (D >= 128 from pass step 4 on): the same lane
         // reads them in round b - 4 there.
         if (b < NCARRY) s += carry[b];
         if (b >= 4 && hh + 1 < nh) {

@@ -148,7 +148,7 @@ struct Geo {
 // - The looped (compute-bound) geometry takes them only where no CTA then walks more steps than
 //   with contiguous ranges, which keep every CTA slot busy: 4096^2 k = 15 (8 steps a CTA either
 //   way) 0.164-0.166 against 0.167-0.170 ms; 16384^2 (128 against 125 steps) 2.44 against 2.37.
-//   (results/naive_fixed_harness_h100.txt, runs 16, 22 and 23.)
+//   (benchmarks/harness/naive_fixed_harness.cu.)
 template <class G>
 inline int launch_grid(Args& a, std::int64_t batch, int ctas, int map = -1) {
   a.sps = ceil_div(a.oh, G::TH);

@@ -1,7 +1,7 @@
 // convmat's kernel (the GEMM of eq. 2; the plan is convmat.cu), in a header so that the
 // standalone harness benchmarks/harness/convmat_tune.cu times the same code without the package.
 //
-// Template choices the plan makes (measured: benchmarks/PAPLINSKI_NOTES.md):
+// Template choices the plan makes (measured: docs/design/paplinski.md):
 //   BK   — image columns β staged per K stage (32, 48 or 64). The band of a 32-column CTA is
 //          31 + kw columns; at small kw one 48-column stage holds it all (k = 3: 34 columns, one
 //          stage and no second 32-column stage of 2 useful columns).
@@ -34,7 +34,7 @@ struct Shape {
   static constexpr int kTabW = kBN + BK;    // pair-table words per kernel row a stage reads
 };
 
-// The staging rule (measured on the H100, 4096², benchmarks/PAPLINSKI_NOTES.md): the BK of
+// The staging rule (measured on the H100, 4096², docs/design/paplinski.md): the BK of
 // `allowed` that stages the fewest columns ⌈(kBN + kw - 1) / BK⌉·BK for the band, ties to the
 // larger BK (fewer stages, barriers and table copies). It picked the fastest of 32 / 48 / 64 at
 // k = 15, 25, 35, 55 and one within 5 % at k = 3.

@@ -1,7 +1,7 @@
 // convmat_rows' kernel (section 2's row-by-row products, 32 rows per GEMM; the plan is
 // convmat_rows.cu), in a header so that benchmarks/harness/convmat_tune.cu times the same code.
 //
-// Template choices the plan makes (measured: benchmarks/PAPLINSKI_NOTES.md):
+// Template choices the plan makes (measured: docs/design/paplinski.md):
 //   UC   — strip rows u' staged per K stage (32 or 48). One gg needs 31 + kh strip rows; at
 //          small kh one 48-row stage holds them (k = 3: 34 rows, no second stage of 2 rows).
 //   FAST — the transposed strip is staged by 16-byte loads batched before their stores

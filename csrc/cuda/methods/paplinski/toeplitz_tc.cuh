@@ -17,7 +17,7 @@
 // block's new rows are copied during this one (no load-then-compute bubble per CTA). Kernels
 // wider than 8 KK are walked in column blocks of DB chunks (accumulators stay in registers).
 // Precisions: fp16, fp16fp32 and bf16 (m16n8k16, fp32 accumulator: fp16 too, since half
-// accumulators measured slower on the H100, issue #17 item 6), tf32 (m16n8k8), fp32 and fp64 on
+// accumulators measured slower on the H100), tf32 (m16n8k8), fp32 and fp64 on
 // DMMA (m16n8k8 f64, sm_90; fp32 data widened to fp64 as read: exact products, fp64 sums, one
 // rounding at the end).
 // NaN/inf: the band's zero taps times inf give NaN where the direct sum has none, so a warp
@@ -83,14 +83,14 @@ struct Geom {
 template <Precision P> struct Cfg;
 // fp16 accumulates in fp32 as fp16fp32 does (the same kernel): a half accumulator per kernel
 // row, summed into fp32 per row, took 0.074 / 0.102 / 0.135 / 0.203 / 0.341 ms at k = 3 / 15 /
-// 25 / 35 / 55 against fp32's 0.072 / 0.090 / 0.115 / 0.181 / 0.318 (H100, 4096², harness
-// round 4), so it was dropped: fp32 sums are faster here and more accurate.
+// 25 / 35 / 55 against fp32's 0.072 / 0.090 / 0.115 / 0.181 / 0.318 (H100, 4096², toeplitz_tune
+// --round4), so it was dropped: fp32 sums are faster here and more accurate.
 template <> struct Cfg<Precision::fp16> {
   using In = __half; using S = __half; using Coef = std::uint32_t; using Acc = float;
   static constexpr int KK = 16, kRings = 1;
   // Outputs through the warps' buffers (SO): H100, 4096^2, fp16fp32, kernel ms at k = 3 / 15 /
   // 25 / 35 / 55: 0.042 / 0.082 / 0.112 / 0.175 / 0.302 against 0.072 / 0.089 / 0.113 / 0.177 /
-  // 0.302 with the fragments' own stores (harness round 13: half rows of 4096 - k + 1 elements
+  // 0.302 with the fragments' own stores (toeplitz_tune --round13: half rows of 4096 - k + 1 elements
   // start mid-sector, and each 16-byte row piece cost two sectors).
   using Geo = Geom<8, 4, 2, 2, false, 1, false, 0, -1, false, true>;
   static constexpr AccKind acc = AccKind::f32;
@@ -104,14 +104,14 @@ template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
 //  - Geo (G = 8, two CTAs per SM, rows unrolled by 2, no B prefetch, outputs through the warps'
 //    buffers: SO) for area <= kSmallArea and > kMidArea: 0.063 / 0.066 / 0.070 / 0.074 / 0.093
 //    / 0.098 / 0.105 / 0.130 / 0.145 / 0.154 / 0.214 at k = 3 / 5 / 7 / 9 / 11 / 13 / 15 / 19 /
-//    23 / 25 / 27 (harness round 14), 0.270 / 0.522 at k = 35 / 55;
+//    23 / 25 / 27 (toeplitz_tune --round14), 0.270 / 0.522 at k = 35 / 55;
 //  - GeoMid (G = 8, three CTAs per SM in 72 KB each, so no carried rows at k = 15, rows unrolled
 //    by 2, no B prefetch) between: 0.073 / 0.091 / 0.090 / 0.103 / 0.138 / 0.154 / 0.153 at k =
-//    9 / 11 / 13 / 15 / 19 / 23 / 25 (round 14; k = 17 not measured, the bound 255 falls
-//    between 15 and 19). With SO it was slower (0.106 vs 0.103 at k = 15, round 13) although
+//    9 / 11 / 13 / 15 / 19 / 23 / 25 (--round14; k = 17 not measured, the bound 255 falls
+//    between 15 and 19). With SO it was slower (0.106 vs 0.103 at k = 15, --round13) although
 //    its misaligned output rows cost ~11 %: the same kernel writing rows padded to 8 floats
-//    took 0.092 ms (round 12). RO (the ring as the buffers) where rows are 8 bytes off 16:
-//    0.101 at k = 15 (launch_db). BS (the band table in shared memory, round 17): 0.065 /
+//    took 0.092 ms (--round12). RO (the ring as the buffers) where rows are 8 bytes off 16:
+//    0.101 at k = 15 (launch_db). BS (the band table in shared memory, --round17): 0.065 /
 //    0.097 / 0.101 / 0.119 / 0.145 at k = 9 / 13 / 15 / 19 / 25 against 0.070 / 0.100 / 0.101 /
 //    0.130 / 0.154.
 // Before SO a G = 4 geometry at three CTAs per SM took kernels up to area 64 (0.070 at k = 3).
@@ -126,7 +126,7 @@ template <> struct Cfg<Precision::tf32> {
 template <> struct Cfg<Precision::fp64> {
   using In = double; using S = double; using Coef = double; using Acc = double;
   static constexpr int KK = 8, kRings = 1;
-  // H100, 4096^2, kernel ms at k = 3 / 9 / 15 / 25 / 35 (harness rounds 8-9): G = 6 0.119 /
+  // H100, 4096^2, kernel ms at k = 3 / 9 / 15 / 25 / 35 (toeplitz_tune --round8, --round9): G = 6 0.119 /
   // 0.157 / 0.242 / 0.482 / 0.949, G = 2 (before) 0.121 / - / 0.301 / 0.556 / 0.952, G = 4
   // 0.121 / - / 0.295 / 0.497 / 0.945. More groups per warp reuse each A fragment more often;
   // ptxas spills up to ~70 bytes at G = 6 and it is still the fastest.
@@ -138,8 +138,8 @@ template <> struct Cfg<Precision::fp64> {
 // fp32 at the store. Measured against 3xTF32 on the same H100 (4096², harness): fp64 DMMA took
 // 0.31 / 0.57 / 1.02 / 2.14 ms at k = 15 / 25 / 35 / 55 where 3xTF32 (three tf32 MMAs per band
 // chunk plus a Fast2Sum per big*big product to undo the MMA's truncating fp32 sums) took
-// 0.38 / 0.74 / 1.47 / 2.79, so 3xTF32 was dropped: DMMA is faster and more accurate. Round 4
-// re-measured a leaner 3xTF32 (CfgX3 below: split once as staged, ldmatrix, Fast2Sum per chain
+// 0.38 / 0.74 / 1.47 / 2.79, so 3xTF32 was dropped: DMMA is faster and more accurate. toeplitz_tune
+// --round4 measured a leaner 3xTF32 (CfgX3 below: split once as staged, ldmatrix, Fast2Sum per chain
 // of L big*big MMAs): 0.098-0.12 / 0.29-0.37 / 0.53-0.68 / 0.88-1.33 / 1.73-2.68 ms at k = 3 /
 // 15 / 25 / 35 / 55 over six geometries and chain lengths, against DMMA's 0.082 / 0.257 /
 // 0.498 / 0.967 / 1.951 — still slower; mma.sync tf32 ran ~3x DMMA's MMA rate, not the >3x
@@ -147,7 +147,7 @@ template <> struct Cfg<Precision::fp64> {
 template <> struct Cfg<Precision::fp32> : Cfg<Precision::fp64> {
   using In = float; using S = float;
   // G = 7 without the B prefetch (the registers go to the accumulators). H100, 4096^2, kernel ms
-  // at k = 3 / 9 / 15 / 25 / 35 / 55 (harness rounds 8-9): 0.089 / 0.118 / 0.221 / 0.451 /
+  // at k = 3 / 9 / 15 / 25 / 35 / 55 (toeplitz_tune --round8, --round9): 0.089 / 0.118 / 0.221 / 0.451 /
   // 0.914 / 1.872; G = 4 (before) 0.082 / 0.128 / 0.257 / 0.500 / 0.967 / 1.952; G = 5 and 6,
   // with or without the prefetch, in between; G = 2 0.289 / 0.555 at k = 15 / 25.
   using Geo = Geom<7, 4, 2, 2, false, 1, false, 0, 0>;
@@ -161,7 +161,7 @@ template <> struct Cfg<Precision::fp32> : Cfg<Precision::fp64> {
 // truncate, which biased long positive sums when big*big ran in one accumulator, so big*big
 // runs L chunks deep from zero and each such partial joins the sum by Fast2Sum (its rounding
 // error to the cross-term accumulator): the truncation bias then scales with the partial, not
-// the sum. Acc (the fallback's type) stays fp64. Measured (round 4, MAPE vs float64 on U[0, 1)
+// the sum. Acc (the fallback's type) stays fp64. Measured (--round4, MAPE vs float64 on U[0, 1)
 // data): L = 1 3.1-3.8e-6 %, L = 2 4.3-6.1e-6 %, one chain per kernel row 6.6e-6 % at k = 15
 // up to 2.3e-5 % at k = 55 (past fp32's 1e-5 % goal). A tuning variant: no plan selects it
 // (slower than DMMA above); benchmarks/harness/toeplitz_tune.cu times it.
@@ -919,8 +919,8 @@ void launch_db(Args a, bool carry, std::size_t smem, cudaStream_t stream) {
   }
   a.ring_out = false;
   if constexpr (kRingOut<P, Gm>) {
-    // Only where output rows are not all 16-byte aligned: tf32 GeoMid, H100, 4096^2 (harness
-    // round 16), kernel ms with RO / without at k = 15 and 19 (rows 8 bytes off 16): 0.101 / 0.103
+    // Only where output rows are not all 16-byte aligned: tf32 GeoMid, H100, 4096^2 (toeplitz_tune
+    // --round16), kernel ms with RO / without at k = 15 and 19 (rows 8 bytes off 16): 0.101 / 0.103
     // and 0.128 / 0.137; at k = 13 (rows 16-byte aligned, not 32) 0.097 / 0.090, at k = 17 and
     // 25 (32-byte aligned) 0.111 / 0.099 and 0.156 / 0.151, at k = 9 equal.
     using Out = typename Prec<P>::Store;

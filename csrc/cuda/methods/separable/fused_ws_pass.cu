@@ -21,7 +21,7 @@ namespace sep {
 // Measured (H100, Gaussian 4096^2, k = 25 / 35 / 55 / 64 ms, one call alternating both forms):
 // 0.0727 / 0.0840 / 0.0984 / 0.1113 against 0.0750 / 0.0840 / 0.1040 / 0.1136 for the form
 // before (two passes of 4 groups per step, every datum tested, a 248-row ring at k = 55, first
-// staging after the set-up); this code in the benchmark: 0.074 / 0.084 / 0.098 (notes, round 6).
+// staging after the set-up); this code in the benchmark: 0.074 / 0.084 / 0.098 (benchmarks/results/gpu_core_h100.md).
 namespace ws {
 __device__ __forceinline__ void bar_sync(int id, int n) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
