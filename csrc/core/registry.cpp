@@ -161,6 +161,23 @@ const MethodInfo& find_method(const std::string& name) {
   throw ValueError("unknown method '" + name + "'; valid methods: auto, " + names);
 }
 
+MethodRow method_row(const MethodInfo& m) {
+  MethodRow r;
+  r.name = m.name;
+  r.device = device_name(m.device);
+  for (auto p : m.precisions) r.precisions.emplace_back(precision_name(p));
+  r.reason = unavailable_reason(m);
+  r.available = r.reason.empty();
+  r.summary = m.summary;
+  r.entry = m.entry_point ? m.entry_point : "correlate2d";
+  r.note = m.note ? m.note() : std::string();
+  r.complex_native = m.complex_native;
+  r.takes_factors = m.takes_factors;
+  r.translation_invariant = m.translation_invariant;
+  r.exact_note = m.exact_note ? m.exact_note : "";
+  return r;
+}
+
 std::pair<int, int> translation_period(const MethodInfo& m, Precision p, int kh, int kw,
                                        bool complex_data) {
   return m.translation_period ? m.translation_period(p, kh, kw, complex_data)

@@ -18,10 +18,10 @@ from ._factors import rank_factors
 from .methods import methods as _methods
 from .methods import takes_complex
 
-PRECISIONS = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
-_STORAGE = {"fp16": "float16", "fp16fp32": "float16", "bf16": "float32", "tf32": "float32",
-            "fp32": "float32", "fp64": "float64"}
-_COMPLEX_STORAGE = {"fp32": "complex64", "fp64": "complex128"}
+# The core's precisions (csrc/core/types.hpp) and the dtypes their data crosses in.
+PRECISIONS = tuple(p.name for p in _core.precisions())
+_STORAGE = {p.name: p.storage for p in _core.precisions()}
+_COMPLEX_STORAGE = {p.name: p.complex_storage for p in _core.precisions() if p.complex_storage}
 _MODES = ("full", "valid", "same")
 _BOUNDARIES = {"fill": "fill", "pad": "fill", "wrap": "wrap", "circular": "wrap",
                "symm": "symm", "symmetric": "symm"}
@@ -84,7 +84,7 @@ def default_precision(*dtype_strs: str) -> str:
 # Precisions that take complex data: complex inputs are decomposed into real correlations of
 # the parts in the same precision (see Plan), so only precisions whose real arithmetic keeps a
 # complex result meaningful to its dtype (complex64 / complex128) qualify.
-COMPLEX_PRECISIONS = ("fp32", "fp64")
+COMPLEX_PRECISIONS = tuple(_COMPLEX_STORAGE)
 
 
 @functools.lru_cache(maxsize=256)
@@ -277,7 +277,7 @@ def _pads(mode: str, kh: int, kw: int, convolve: bool):
     return (t, kh - 1 - t), (l, kw - 1 - l)
 
 
-_DEVICES = (None, "cpu", "cuda")
+_DEVICES = (None, *_core.DEVICES)
 
 
 def _image_shape(image_shape) -> tuple:
@@ -583,8 +583,8 @@ class PlanOption(NamedTuple):
 def plan_options() -> list:
     """Every plan option (tensorconv.plan(..., options={...})): name, methods, valid values,
     default and what it chooses. The C++ core's table (csrc/core/plan_options.cpp)."""
-    return [PlanOption(n, tuple(x.strip() for x in m.split(",")), v, d, doc)
-            for n, m, v, d, doc in _core.plan_options()]
+    return [PlanOption(o.name, tuple(x.strip() for x in o.methods.split(",")), o.values,
+                       o.default, o.doc) for o in _core.plan_options()]
 
 
 _NUMPY = NumpyBackend()

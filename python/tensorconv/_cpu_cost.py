@@ -54,9 +54,9 @@ def machine() -> dict:
     except OSError:
         pass
     from . import __version__
-    direct = next((m for m in _core.methods() if m[0] == "direct"), None)
+    direct = next((m for m in _core.methods() if m.name == "direct"), None)
     return {"cpu": model, "cores": os.cpu_count() or 1, "arch": platform.machine(),
-            "direct_path": direct[7] if direct else "", "tensorconv": __version__}
+            "direct_path": direct.note if direct else "", "tensorconv": __version__}
 
 
 def cost_file() -> Path:

@@ -8,9 +8,12 @@ from . import _core
 
 
 class MethodInfo(NamedTuple):
+    """One registered method; the fields are _core.MethodRow's members of the same names
+    (csrc/core/registry.hpp), so a new field is a member there and a line here."""
+
     name: str
     device: str  # "cpu" or "cuda"
-    precisions: tuple
+    precisions: tuple[str, ...]
     available: bool
     reason: str  # why it is unavailable here; "" when available
     summary: str
@@ -42,7 +45,8 @@ class MethodInfo(NamedTuple):
 
 def methods() -> list[MethodInfo]:
     """Every registered method, with its device, precisions and whether it can run here."""
-    return [MethodInfo(*row) for row in _core.methods()]
+    return [MethodInfo(**{f: getattr(row, f) for f in MethodInfo._fields})
+            for row in _core.methods()]
 
 
 def takes_complex(m: MethodInfo) -> str:
