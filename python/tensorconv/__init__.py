@@ -6,6 +6,7 @@ from ._api import PRECISIONS, Plan, convolve2d, correlate2d, default_precision, 
 from ._api import calibrate_cpu, clear_plan_cache, plan_cache_info
 from ._api import Explanation, explain
 from ._api import PlanOption, plan_options
+from ._autotune import tune
 from . import filters
 from .filters import filter2d_u8, filter2d_u8_info, simd_u8_path
 from .methods import MethodInfo, methods, methods_table
@@ -28,15 +29,5 @@ __all__ = ["PRECISIONS", "Plan", "MethodInfo", "WITH_CUDA", "convolve2d", "corre
            "cuda_available", "default_precision", "filter2d_u8", "filter2d_u8_info", "filters",
            "methods", "methods_table", "plan", "simd_u8_path", "__version__"]
 __all__ += ["calibrate_cpu", "clear_plan_cache", "plan_cache_info"]
-
-
-def tune(*args, **kwargs) -> dict:
-    """Measure method='auto''s cost model on this GPU and keep it in the user's cache directory
-    (see tensorconv.bench.tune for the arguments)."""
-    from .bench import tune as _tune
-
-    return _tune(*args, **kwargs)
-
-
 __all__ += ["Explanation", "explain", "tune"]
 __all__ += ["PlanOption", "plan_options"]

@@ -15,11 +15,11 @@ import numpy as np
 from . import _autotune, _bounds, _core, _cpu_cost, _plan_cache
 from ._arrays import _NP_DTYPES, NumpyBackend, backend_of, pad_sources
 from ._factors import rank_factors
+from .methods import PRECISIONS
 from .methods import methods as _methods
 from .methods import takes_complex
 
-# The core's precisions (csrc/core/types.hpp) and the dtypes their data crosses in.
-PRECISIONS = tuple(p.name for p in _core.precisions())
+# The dtypes the core's precisions' data crosses in (csrc/core/types.cpp).
 _STORAGE = {p.name: p.storage for p in _core.precisions()}
 _COMPLEX_STORAGE = {p.name: p.complex_storage for p in _core.precisions() if p.complex_storage}
 _MODES = ("full", "valid", "same")

@@ -6,6 +6,9 @@ from typing import NamedTuple
 
 from . import _core
 
+# The core's precisions (csrc/core/types.hpp), in its order: tensorconv.PRECISIONS.
+PRECISIONS: tuple[str, ...] = tuple(p.name for p in _core.precisions())
+
 
 class MethodInfo(NamedTuple):
     """One registered method; the fields are _core.MethodRow's members of the same names
