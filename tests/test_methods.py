@@ -100,3 +100,16 @@ def test_precision_tables_follow_the_core():
     stub = (pathlib.Path(tc.__file__).with_name("__init__.pyi")).read_text()
     literal = re.search(r"^Precision = Literal\[(.*)\]$", stub, re.M).group(1)
     assert tuple(s.strip().strip('"') for s in literal.split(",")) == tc.PRECISIONS
+
+
+def test_entry_kernels_in_the_registry():
+    # kernels launched by their own entry point are rows too, with their devices and precisions
+    rows = {m.name: m for m in tc.methods()}
+    assert rows["separable_boundary"].entry == "filters.gaussian"
+    assert rows["separable_boundary"].device == "cuda"
+    for name, device in (("nan_interp_cpu", "cpu"), ("nan_interp_cuda", "cuda")):
+        assert rows[name].entry == "astropy.convolve" and rows[name].device == device
+        assert rows[name].precisions == ("fp32", "fp64")
+    assert rows["nan_interp_cpu"].available
+    with pytest.raises(ValueError, match="call tensorconv.filters.gaussian instead"):
+        tc.correlate2d(np.ones((4, 4)), np.ones((3, 3)), method="separable_boundary")
