@@ -11,7 +11,7 @@ import scipy.signal
 from bounds import rel_l2_bound
 
 import tensorconv as tc
-from tensorconv import _api, _cpu_cost, _fft_cpu, _plan_cache
+from tensorconv import _api, _cpu_constants, _fft_cpu, _plan_cache
 from tensorconv._arrays import backend_of
 from tensorconv.metrics import relative_l2
 
@@ -88,8 +88,8 @@ def test_fft_cpu_block_model(monkeypatch):
     assert bh < 8192 and bw < 8192
     # rows up to MAX_STRIP_WIDTH wide: strips of whole rows (contiguous slabs), not squares
     # (the default constants, where larger transforms cost more per operation)
-    monkeypatch.setattr(_cpu_cost, "_loaded", _cpu_cost.DEFAULTS)
-    unit = _cpu_cost.unit_seconds_fn("fp32")
+    monkeypatch.setattr(_cpu_constants, "_loaded", _cpu_constants.DEFAULTS)
+    unit = _cpu_constants.unit_seconds_fn("fp32")
     for n, k in [(2048, 55), (4096, 25), (4096, 55)]:
         bh, bw = _fft_cpu.choose_blocks(n, n, k, k, unit)[0]
         assert bh < n and bw == n
@@ -108,23 +108,23 @@ def test_auto_cpu_uses_the_cost_model(monkeypatch):
     assert _api.choose_method("fp32", False, 0, big, (2048, 2048)) == "direct"
     # the choice follows the constants: an FFT made 1e6 times dearer is never chosen
     c = {p: dict(v, per_unit=[u * 1e6 for u in v["per_unit"]])
-         for p, v in _cpu_cost.constants().items()}
-    monkeypatch.setattr(_cpu_cost, "_loaded", c)
+         for p, v in _cpu_constants.constants().items()}
+    monkeypatch.setattr(_cpu_constants, "_loaded", c)
     assert _api.choose_method("fp64", False, 0, k((55, 55)), (2048, 2048)) == "direct"
 
 
 def test_calibration_is_saved_per_machine(monkeypatch, tmp_path):
     monkeypatch.setenv("TENSORCONV_CACHE", str(tmp_path))
-    monkeypatch.setattr(_cpu_cost, "_loaded", None)
+    monkeypatch.setattr(_cpu_constants, "_loaded", None)
     c = tc.calibrate_cpu()
-    f = _cpu_cost.cost_file()
+    f = _cpu_constants.cost_file()
     assert f.is_file() and f.parent.parent == tmp_path
     for p in ("fp32", "fp64"):
-        assert set(c[p]) == set(_cpu_cost.DEFAULTS[p])
+        assert set(c[p]) == set(_cpu_constants.DEFAULTS[p])
         assert c[p]["per_mac"] > 0
-        assert len(c[p]["per_unit"]) == len(_cpu_cost.FFT_SIZES) and min(c[p]["per_unit"]) > 0
-    monkeypatch.setattr(_cpu_cost, "_loaded", None)  # a new process reads the file
-    assert _cpu_cost.constants() == c
+        assert len(c[p]["per_unit"]) == len(_cpu_constants.FFT_SIZES) and min(c[p]["per_unit"]) > 0
+    monkeypatch.setattr(_cpu_constants, "_loaded", None)  # a new process reads the file
+    assert _cpu_constants.constants() == c
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp64"])

@@ -15,7 +15,7 @@ from tensorconv.metrics import mape
 
 VARIANTS = ("im2tensor", "im2tensor_shmem", "im2tensor_fused", "im2tensor_atomic",
             "im2tensor_cublas")
-PRECISIONS = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
+PRECISIONS = tc.PRECISIONS
 
 # (image, kernel): what each exercises in csrc/cuda/methods/im2tensor/im2tensor.cuh
 SHAPES = [

@@ -63,3 +63,53 @@ def test_plan_reused(method, precision):
         image = rng.standard_normal((45, 52))
         ref = scipy.signal.correlate2d(image, kernel, "same", "symm")
         assert relative_l2(p(image), ref) <= rel_l2_bound(method, precision)
+
+
+def test_method_rows_by_name():
+    # MethodInfo is built from the core's rows by field name: every field is a member there
+    from tensorconv import _core
+
+    row = _core.methods()[0]
+    for f in tc.MethodInfo._fields:
+        assert hasattr(row, f), f
+    assert tc.methods()[0] == tc.MethodInfo(**{f: getattr(row, f) for f in tc.MethodInfo._fields})
+    assert all(isinstance(m.precisions, tuple) for m in tc.methods())
+    opt = _core.plan_options()[0]
+    assert [getattr(opt, f) for f in ("name", "values", "default", "doc")] == \
+        [getattr(tc.plan_options()[0], f) for f in ("name", "values", "default", "doc")]
+
+
+def test_precision_tables_follow_the_core():
+    # the core names the precisions and devices; tables keyed by them carry every one
+    import pathlib
+    import re
+
+    from tensorconv import _api, _autotune, _bounds, _core, _factors
+
+    assert tc.PRECISIONS == tuple(p.name for p in _core.precisions())
+    assert tc.PRECISIONS == ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
+    assert _core.DEVICES == ("cpu", "cuda")
+    assert _api.COMPLEX_PRECISIONS == ("fp32", "fp64")
+    assert _api._STORAGE["bf16"] == "float32" and _api._COMPLEX_STORAGE["fp64"] == "complex128"
+    for table in (_bounds.MAPE_PCT, _bounds.REL_L2, _factors._OPERAND_EPS):
+        assert set(table) == set(tc.PRECISIONS)
+    names = {m.name for m in tc.methods()}
+    for method, precision in (*_bounds.MAPE_PCT_METHOD, *_bounds.REL_L2_METHOD):
+        assert method in names and precision in tc.PRECISIONS
+    assert set(_bounds.NONDETERMINISTIC) <= names and set(_autotune.SPECTRAL) <= names
+    stub = (pathlib.Path(tc.__file__).with_name("__init__.pyi")).read_text()
+    literal = re.search(r"^Precision = Literal\[(.*)\]$", stub, re.M).group(1)
+    assert tuple(s.strip().strip('"') for s in literal.split(",")) == tc.PRECISIONS
+
+
+def test_entry_kernels_in_the_registry():
+    # kernels launched by their own entry point are rows too, with their devices and precisions
+    rows = {m.name: m for m in tc.methods()}
+    assert rows["separable_boundary"].entry == "filters.gaussian"
+    assert rows["separable_boundary"].device == "cuda"
+    for name, device in (("nan_interp_cpu", "cpu"), ("nan_interp_cuda", "cuda")):
+        assert rows[name].entry == "astropy.convolve" and rows[name].device == device
+        assert rows[name].precisions == ("fp32", "fp64")
+    assert rows["nan_interp_cpu"].available
+    with pytest.raises(ValueError, match="call tensorconv.filters.gaussian instead"):
+        tc.correlate2d(np.ones((4, 4)), np.ones((3, 3)), method="separable_boundary")

@@ -15,7 +15,7 @@ import tensorconv as tc
 from tensorconv.metrics import mape, relative_l2
 
 METHOD = "toeplitz_tc"
-PRECISIONS = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
+PRECISIONS = tc.PRECISIONS
 
 # (image, kernel): what each exercises
 SHAPES = [

@@ -4,6 +4,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <iterator>
+
 #include "core/registry.hpp"
 #include "cpu/fma_peak.hpp"
 #include "cpu/nan_interp.hpp"
@@ -127,20 +129,44 @@ PYBIND11_MODULE(_core, m) {
       py::arg("isa") = "");
   m.def("fma_peak_isa", &fma_peak_isa);
 
+  // Precisions and devices as the core names them: tensorconv.PRECISIONS and every table keyed
+  // by precision read these (storage: the dtype a precision's data crosses in; complex_storage:
+  // "" where the precision takes no complex data).
+  struct PrecisionRow {
+    std::string name, storage, complex_storage;
+  };
+  py::class_<PrecisionRow>(m, "PrecisionRow")
+      .def_readonly("name", &PrecisionRow::name)
+      .def_readonly("storage", &PrecisionRow::storage)
+      .def_readonly("complex_storage", &PrecisionRow::complex_storage);
+  m.def("precisions", [] {
+    std::vector<PrecisionRow> rows;
+    for (Precision p : kAllPrecisions)
+      rows.push_back({precision_name(p), dtype_name(storage_dtype(p)),
+                      has_complex_storage(p) ? dtype_name(complex_storage_dtype(p)) : ""});
+    return rows;
+  });
+  py::tuple devices(std::size(kAllDevices));
+  for (std::size_t i = 0; i < std::size(kAllDevices); ++i) devices[i] = device_name(kAllDevices[i]);
+  m.attr("DEVICES") = devices;
+
+  py::class_<MethodRow>(m, "MethodRow")
+      .def_readonly("name", &MethodRow::name)
+      .def_readonly("device", &MethodRow::device)
+      .def_property_readonly("precisions",
+                             [](const MethodRow& r) { return py::tuple(py::cast(r.precisions)); })
+      .def_readonly("available", &MethodRow::available)
+      .def_readonly("reason", &MethodRow::reason)
+      .def_readonly("summary", &MethodRow::summary)
+      .def_readonly("entry", &MethodRow::entry)
+      .def_readonly("note", &MethodRow::note)
+      .def_readonly("complex_native", &MethodRow::complex_native)
+      .def_readonly("takes_factors", &MethodRow::takes_factors)
+      .def_readonly("translation_invariant", &MethodRow::translation_invariant)
+      .def_readonly("exact_note", &MethodRow::exact_note);
   m.def("methods", [] {
-    py::list rows;
-    for (const auto& info : registry()) {
-      py::list precs;
-      for (auto p : info.precisions) precs.append(precision_name(p));
-      std::string why = unavailable_reason(info);
-      rows.append(py::make_tuple(info.name, device_name(info.device), py::tuple(precs),
-                                 why.empty(), why, info.summary,
-                                 info.entry_point ? info.entry_point : "correlate2d",
-                                 info.note ? info.note() : std::string(),
-                                 info.complex_native, info.takes_factors,
-                                 info.translation_invariant,
-                                 info.exact_note ? info.exact_note : ""));
-    }
+    std::vector<MethodRow> rows;
+    for (const auto& info : registry()) rows.push_back(method_row(info));
     return rows;
   });
   m.def(
@@ -154,12 +180,13 @@ PYBIND11_MODULE(_core, m) {
       py::arg("method"), py::arg("precision"), py::arg("kh"), py::arg("kw"),
       py::arg("complex_data") = false);
 
-  m.def("plan_options", [] {
-    py::list rows;
-    for (const auto& o : plan_option_table())
-      rows.append(py::make_tuple(o.name, o.methods, o.values, o.deflt, o.doc));
-    return rows;
-  });
+  py::class_<PlanOptionInfo>(m, "PlanOptionRow")
+      .def_readonly("name", &PlanOptionInfo::name)
+      .def_readonly("methods", &PlanOptionInfo::methods)  // comma-separated
+      .def_readonly("values", &PlanOptionInfo::values)
+      .def_readonly("default", &PlanOptionInfo::deflt)
+      .def_readonly("doc", &PlanOptionInfo::doc);
+  m.def("plan_options", [] { return plan_option_table(); });
 
   // simd_u8 (tensorconv.filter2d_u8 validates; this only plumbs arrays and releases the GIL).
   m.def(

@@ -113,6 +113,23 @@ const std::vector<MethodInfo>& registry() {
        "Kondo 2022 kernel-image-loop bilateral on tensor cores, 16x16x16 layout (16 pixels x 16 "
        "taps; mma.sync)",
        "filters.bilateral"},
+      // Kernels that are no Plan, launched by their entry point's binding (module.cpp) once its
+      // Python function has chosen them: the fused separable filter with scipy.ndimage's
+      // boundary modes (csrc/cuda/methods/filters/separable_boundary.hpp), and the finish of
+      // astropy's NaN interpolation after a method computed the numerator
+      // (csrc/cpu/nan_interp.hpp, csrc/cuda/methods/nan_interp/).
+      {"separable_boundary", Device::cuda, {P::fp32, P::fp64}, 60, nullptr,
+       "CUDA one-launch separable filter with scipy.ndimage's boundary modes (reflect, mirror, "
+       "nearest, wrap, constant) built in: row and column passes of an image tile in shared memory",
+       "filters.gaussian"},
+      {"nan_interp_cpu", Device::cpu, {P::fp32, P::fp64}, 0, nullptr,
+       "CPU NaN interpolation (astropy's nan_treatment='interpolate'): the weight of the invalid "
+       "pixels scattered per window, windows that cancel recomputed in astropy's order",
+       "astropy.convolve"},
+      {"nan_interp_cuda", Device::cuda, {P::fp32, P::fp64}, 60, nullptr,
+       "CUDA NaN interpolation (astropy's nan_treatment='interpolate') on device arrays: invalid "
+       "pixels marked and their weights scattered on the device, cancelling windows recomputed",
+       "astropy.convolve"},
       // Paplinski (1995), csrc/cuda/methods/paplinski/: mma.sync m16n8k16 (sm_80).
       {"convmat", Device::cuda, {P::fp16, P::fp16fp32, P::bf16}, 80,
        TC_CUDA_FACTORY(make_convmat_plan),
@@ -161,6 +178,23 @@ const MethodInfo& find_method(const std::string& name) {
   throw ValueError("unknown method '" + name + "'; valid methods: auto, " + names);
 }
 
+MethodRow method_row(const MethodInfo& m) {
+  MethodRow r;
+  r.name = m.name;
+  r.device = device_name(m.device);
+  for (auto p : m.precisions) r.precisions.emplace_back(precision_name(p));
+  r.reason = unavailable_reason(m);
+  r.available = r.reason.empty();
+  r.summary = m.summary;
+  r.entry = m.entry_point ? m.entry_point : "correlate2d";
+  r.note = m.note ? m.note() : std::string();
+  r.complex_native = m.complex_native;
+  r.takes_factors = m.takes_factors;
+  r.translation_invariant = m.translation_invariant;
+  r.exact_note = m.exact_note ? m.exact_note : "";
+  return r;
+}
+
 std::pair<int, int> translation_period(const MethodInfo& m, Precision p, int kh, int kw,
                                        bool complex_data) {
   return m.translation_period ? m.translation_period(p, kh, kw, complex_data)
@@ -176,7 +210,7 @@ bool supports(const MethodInfo& m, Precision p) {
 std::string unavailable_reason(const MethodInfo& m) {
   if (m.device == Device::cpu) return m.factory || m.entry_point ? "" : "not built";
   if (!built_with_cuda()) return "tensorconv was built without CUDA (nvcc not found at build time)";
-  if (!m.factory) return "not built";
+  if (!m.factory && !m.entry_point) return "not built";
   std::string why = cuda_unavailable_reason();
   if (!why.empty()) return why;
   int cc = cuda_compute_capability();

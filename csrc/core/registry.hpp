@@ -148,6 +148,22 @@ struct MethodInfo {
 };
 
 const std::vector<MethodInfo>& registry();
+
+// One method as methods() shows it here: MethodInfo's names resolved, its availability on this
+// machine and its run-time note. Python's MethodInfo (python/tensorconv/methods.py) is built from
+// these members by name, so a new column is a member here, its binding and one line there.
+struct MethodRow {
+  std::string name, device;
+  std::vector<std::string> precisions;
+  bool available = false;
+  std::string reason;  // why it is unavailable here; "" when available
+  std::string summary;
+  std::string entry;  // entry_point, else "correlate2d"
+  std::string note;
+  bool complex_native = false, takes_factors = false, translation_invariant = false;
+  std::string exact_note;
+};
+MethodRow method_row(const MethodInfo& m);
 const MethodInfo& find_method(const std::string& name);  // ValueError listing the names
 // (1, 1) unless the method's translation_period says otherwise.
 std::pair<int, int> translation_period(const MethodInfo& m, Precision p, int kh, int kw,

@@ -3,14 +3,19 @@
 namespace tc {
 
 static const char* const kPrecisionNames[] = {"fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64"};
+static_assert(sizeof(kPrecisionNames) / sizeof(kPrecisionNames[0]) ==
+                  sizeof(kAllPrecisions) / sizeof(kAllPrecisions[0]),
+              "one name per precision");
 
 const char* precision_name(Precision p) { return kPrecisionNames[static_cast<int>(p)]; }
 
 Precision parse_precision(const std::string& name) {
-  for (int i = 0; i < 6; ++i)
-    if (name == kPrecisionNames[i]) return static_cast<Precision>(i);
-  throw ValueError("unknown precision '" + name +
-                   "'; valid precisions: fp16, fp16fp32, bf16, tf32, fp32, fp64");
+  std::string valid;
+  for (Precision p : kAllPrecisions) {
+    if (name == precision_name(p)) return p;
+    valid += std::string(valid.empty() ? "" : ", ") + precision_name(p);
+  }
+  throw ValueError("unknown precision '" + name + "'; valid precisions: " + valid);
 }
 
 DType storage_dtype(Precision p) {
@@ -24,6 +29,8 @@ DType storage_dtype(Precision p) {
   }
   return DType::f64;
 }
+
+bool has_complex_storage(Precision p) { return p == Precision::fp32 || p == Precision::fp64; }
 
 DType complex_storage_dtype(Precision p) {
   if (p == Precision::fp32) return DType::c64;

@@ -13,10 +13,17 @@ enum class Precision : int { fp16, fp16fp32, bf16, tf32, fp32, fp64 };
 // complex data (methods that take it natively) travels interleaved as c64 (fp32) or c128 (fp64).
 enum class DType : int { f16, f32, f64, c64, c128 };
 enum class Device : int { cpu, cuda };
+// Every precision and device in enum order: the lists Python reads (tensorconv.PRECISIONS,
+// _core.DEVICES), so no other layer spells them out.
+inline constexpr Precision kAllPrecisions[] = {Precision::fp16, Precision::fp16fp32,
+                                               Precision::bf16, Precision::tf32,
+                                               Precision::fp32, Precision::fp64};
+inline constexpr Device kAllDevices[] = {Device::cpu, Device::cuda};
 
 const char* precision_name(Precision p);
 Precision parse_precision(const std::string& name);  // ValueError listing the valid names
 DType storage_dtype(Precision p);
+bool has_complex_storage(Precision p);     // fp32 and fp64: complex data as c64 / c128
 DType complex_storage_dtype(Precision p);  // c64 for fp32, c128 for fp64; ValueError otherwise
 std::size_t dtype_size(DType d);
 const char* dtype_name(DType d);

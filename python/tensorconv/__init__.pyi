@@ -14,21 +14,7 @@ Mode = Literal["full", "valid", "same"]
 Boundary = Literal["fill", "wrap", "symm", "pad", "circular", "symmetric"]
 Precision = Literal["fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64"]
 
-class MethodInfo(NamedTuple):
-    name: str
-    device: str
-    precisions: Tuple[str, ...]
-    available: bool
-    reason: str
-    summary: str
-    entry: str
-    note: str
-    complex_native: bool
-    takes_factors: bool
-    translation_invariant: bool
-    exact_note: str
-    def translation_period(self, precision: str, kh: int, kw: int,
-                           complex_data: bool = ...) -> Tuple[int, int]: ...
+from .methods import MethodInfo as MethodInfo
 
 def methods() -> list[MethodInfo]: ...
 def methods_table() -> str: ...

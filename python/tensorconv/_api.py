@@ -15,13 +15,13 @@ import numpy as np
 from . import _autotune, _bounds, _core, _cpu_cost, _plan_cache
 from ._arrays import _NP_DTYPES, NumpyBackend, backend_of, pad_sources
 from ._factors import rank_factors
+from .methods import PRECISIONS
 from .methods import methods as _methods
 from .methods import takes_complex
 
-PRECISIONS = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
-_STORAGE = {"fp16": "float16", "fp16fp32": "float16", "bf16": "float32", "tf32": "float32",
-            "fp32": "float32", "fp64": "float64"}
-_COMPLEX_STORAGE = {"fp32": "complex64", "fp64": "complex128"}
+# The dtypes the core's precisions' data crosses in (csrc/core/types.cpp).
+_STORAGE = {p.name: p.storage for p in _core.precisions()}
+_COMPLEX_STORAGE = {p.name: p.complex_storage for p in _core.precisions() if p.complex_storage}
 _MODES = ("full", "valid", "same")
 _BOUNDARIES = {"fill": "fill", "pad": "fill", "wrap": "wrap", "circular": "wrap",
                "symm": "symm", "symmetric": "symm"}
@@ -112,7 +112,7 @@ def default_precision(*dtype_strs: str) -> str:
 # Precisions that take complex data: complex inputs are decomposed into real correlations of
 # the parts in the same precision (see Plan), so only precisions whose real arithmetic keeps a
 # complex result meaningful to its dtype (complex64 / complex128) qualify.
-COMPLEX_PRECISIONS = ("fp32", "fp64")
+COMPLEX_PRECISIONS = tuple(_COMPLEX_STORAGE)
 
 
 @functools.lru_cache(maxsize=256)
@@ -305,7 +305,7 @@ def _pads(mode: str, kh: int, kw: int, convolve: bool):
     return (t, kh - 1 - t), (l, kw - 1 - l)
 
 
-_DEVICES = (None, "cpu", "cuda")
+_DEVICES = (None, *_core.DEVICES)
 
 
 def _image_shape(image_shape) -> tuple:
@@ -788,8 +788,8 @@ def plan_options() -> list:
     >>> "separable.fused" in names and "fft.layout" in names
     True
     """
-    return [PlanOption(n, tuple(x.strip() for x in m.split(",")), v, d, doc)
-            for n, m, v, d, doc in _core.plan_options()]
+    return [PlanOption(o.name, tuple(x.strip() for x in o.methods.split(",")), o.values,
+                       o.default, o.doc) for o in _core.plan_options()]
 
 
 _NUMPY = NumpyBackend()

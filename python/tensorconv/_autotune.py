@@ -20,11 +20,13 @@ import datetime as _dt
 import json
 import math
 import re
+import time
 from pathlib import Path
 
 import numpy as np
 
 from . import _bounds, _core
+from .methods import PRECISIONS, methods
 
 DEFAULTS = Path(__file__).with_name("_auto_defaults.json")
 RANK1 = "separable:rank1"  # separable timed on a rank-1 kernel (its one-pass case)
@@ -142,6 +144,9 @@ def save(model: dict, path: Path | None = None) -> Path:
     return path
 
 
+_save_model = save  # for tune(), whose argument `save` hides this name
+
+
 def _bracket(values, x):
     """The two sorted grid values around x (the nearest twice beyond the ends)."""
     lo = [v for v in values if v <= x]
@@ -245,6 +250,120 @@ def is_rank1(kernel: np.ndarray, precision: str) -> bool:
     s = np.linalg.svd(kernel, compute_uv=False)
     tol = 1e-13 if precision == "fp64" else 1e-6
     return bool(s[0] > 0 and s[1] <= tol * s[0])
+
+
+TUNE_SIZES = (4096, 1024)  # the goal grid first, should the budget end the run
+TUNE_KERNELS = (3, 15, 25, 35, 55, 7)
+
+
+def tune(sizes=TUNE_SIZES, kernels=TUNE_KERNELS, precisions=PRECISIONS, *,
+         budget_s: float = 300.0, save: bool = True, progress: bool = True,
+         out: Path | None = None) -> dict:
+    """Measure ``method='auto'``'s GPU cost model on this device and keep it.
+
+    Times every available CUDA correlate2d method (separable also on a rank-1 kernel) on this
+    device over a grid of square images and kernels in each precision (kernel timing, median of
+    10 after 2 warm-ups, MAPE against float64) and keeps the model in the user's cache directory
+    for this device name and package version, where ``method='auto'`` reads it. Takes minutes
+    (bounded by `budget_s`).
+
+    Parameters
+    ----------
+    sizes : sequence of int, optional
+        Square image sides of the grid.
+    kernels : sequence of int, optional
+        Square kernel sides of the grid.
+    precisions : sequence of str, optional
+        Precisions to time (default: all of `PRECISIONS`).
+    budget_s : float, optional
+        Wall-clock budget in seconds (default 300).
+    save : bool, optional
+        Keep the model in the cache directory (default True).
+    progress : bool, optional
+        Print progress.
+    out : path, optional
+        Also write the raw timing rows there as JSON.
+
+    Returns
+    -------
+    dict
+        The model, with ``'path'`` (where it was saved).
+
+    Raises
+    ------
+    ValueError
+        Without a usable CUDA device, without PyTorch or CuPy (needed for device arrays and CUDA
+        events), or with an unknown precision.
+
+    Examples
+    --------
+    >>> import tensorconv as tc
+    >>> if tc.cuda_available():                 # doctest: +SKIP
+    ...     model = tc.tune(sizes=(1024,), kernels=(3, 15), precisions=("fp32",), budget_s=60)
+    """
+    from . import _plan_cache, cuda_available
+    from .bench import _report
+    from .bench._sweep import Part, Sweep
+    from .bench._timing import Device
+
+    if not cuda_available():
+        raise ValueError("tune() times methods on a CUDA device: "
+                         + _core.cuda_unavailable_reason())
+    dev = Device()
+    if dev.lib is None:
+        raise ValueError("tune() needs PyTorch or CuPy for device arrays and CUDA events: "
+                         + dev.why)
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad:
+        raise ValueError(f"unknown precision {bad[0]!r}; valid precisions: "
+                         + ", ".join(PRECISIONS))
+    names = tuple(m.name for m in methods() if m.device == "cuda" and m.available
+                  and m.entry == "correlate2d")
+    part = Part("tune", tuple(sizes), tuple(kernels), tuple(precisions), names,
+                gaussian_for=("separable",), runs=10, warm=2)
+    sweep = Sweep(dev, time.time() + budget_s, row_cap_s=3.0, image_source="random")
+    bar = None
+    if progress:
+        try:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(sizes) * len(kernels), desc="tune", unit="point")
+        except ImportError:
+            pass
+    t0 = time.time()
+    sweep.run(part, bar)
+    if bar is not None:
+        bar.close()
+    device = device_name() or dev.name()
+    model = model_from_rows(complete_points(sweep.rows, names), device,
+                            "tensorconv.tune() on this device")
+    model["seconds"] = round(time.time() - t0, 1)
+    model["skipped_for_time"] = sweep.skipped_for_time
+    if save:
+        model["path"] = str(_save_model(dict(model)))
+        _plan_cache.clear()  # cached 'auto' plans were chosen without this model
+    else:
+        model["path"] = None
+    if out is not None:
+        env = _report.environment(device)
+        doc = _report.document(env, sweep.rows, title="tensorconv.tune()",
+                               seconds=model["seconds"], skipped_for_time=sweep.skipped_for_time)
+        model["rows_file"] = str(_report.write(doc, Path(out), f"tune_{_report.slug(device)}")[0])
+    return model
+
+
+def complete_points(rows, names) -> list:
+    """The rows of the grid points where every method of `names` that supports the precision
+    has a row (timed or failed): a point the budget cut short would rank only part of them."""
+    infos = {m.name: m for m in methods()}
+    seen: dict = {}
+    for r in rows:
+        if r.get("kernel_kind", "random") == "random":
+            key = (r["precision"], tuple(r["image"]), r["kernel"][0])
+            seen.setdefault(key, set()).add(r["impl"])
+    done = {key for key, got in seen.items()
+            if {n for n in names if key[0] in infos[n].precisions} <= got}
+    return [r for r in rows if (r["precision"], tuple(r["image"]), r["kernel"][0]) in done]
 
 
 def _point_key(row: dict):

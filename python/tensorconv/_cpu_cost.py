@@ -6,93 +6,24 @@ fft_cpu: t = fft_fixed + sum over blocks of (units * per_unit(block size) + a pe
          transform sizes fft_sizes^2 and interpolated in log size, so it rises where transforms
          leave the caches; the same numbers choose fft_cpu's block shape)
 
-The constants are measured on the machine that runs them by `tensorconv.calibrate_cpu()` (a few
-seconds) and kept in the user's cache directory, one file per machine (CPU model, core count,
-SIMD path, package version); `auto` reads that file once per process. Before any calibration the
-defaults below serve: they were measured on a 2-core AMD EPYC (Zen 4) VM, and only the ratio of
-the two methods' constants decides anything.
+The constants (_cpu_constants) are measured on the machine that runs them by calibrate() below,
+`tensorconv.calibrate_cpu()` (a few seconds), and kept in the user's cache directory, one file
+per machine (CPU model, core count, SIMD path, package version); `auto` reads that file once per
+process. Before any calibration _cpu_constants.DEFAULTS serve: they were measured on a 2-core
+AMD EPYC (Zen 4) VM, and only the ratio of the two methods' constants decides anything.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import os
-import platform
-import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
 from . import _core, _fft_cpu
-
-FFT_SIZES = (256, 1024, 2048, 4096)
-DEFAULTS = {  # seconds; see the module docstring (the Zen 4 VM shared with other jobs, 2026-11-25)
-    "fp32": {"per_output": 3.3e-10, "per_mac": 1.6e-11, "fft_fixed": 3.0e-5,
-             "per_unit": [2.2e-10, 2.6e-10, 3.6e-10, 4.0e-10]},
-    "fp64": {"per_output": 3.3e-10, "per_mac": 2.6e-11, "fft_fixed": 3.0e-5,
-             "per_unit": [2.6e-10, 3.6e-10, 5.5e-10, 7.0e-10]},
-}
-# fp16fp32 runs the fp32 code after widening half to float (direct) or in fp32 (fft_cpu)
-_AS = {"fp16fp32": "fp32", "fp32": "fp32", "fp64": "fp64"}
-
-_lock = threading.Lock()
-_loaded: dict | None = None
-
-
-def machine() -> dict:
-    """What a calibration is valid for."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    from . import __version__
-    direct = next((m for m in _core.methods() if m[0] == "direct"), None)
-    return {"cpu": model, "cores": os.cpu_count() or 1, "arch": platform.machine(),
-            "direct_path": direct[7] if direct else "", "tensorconv": __version__}
-
-
-def cost_file() -> Path:
-    from .datasets import cache_dir
-
-    m = machine()
-    h = hashlib.sha1(json.dumps(m, sort_keys=True).encode()).hexdigest()[:12]
-    return cache_dir() / "cpu_cost" / f"{h}.json"
-
-
-def constants() -> dict:
-    """The calibrated constants of this machine, else the defaults (read once per process)."""
-    global _loaded
-    if _loaded is None:
-        with _lock:
-            if _loaded is None:
-                c = {p: dict(v) for p, v in DEFAULTS.items()}
-                try:
-                    saved = json.loads(cost_file().read_text())["constants"]
-                    for p in c:
-                        for k, v in saved[p].items():
-                            if k in c[p] and isinstance(v, list) == isinstance(c[p][k], list):
-                                c[p][k] = [float(x) for x in v] if isinstance(v, list) \
-                                    else float(v)
-                except (OSError, KeyError, TypeError, ValueError):
-                    pass
-                _loaded = c
-    return _loaded
-
-
-def unit_seconds_fn(precision: str):
-    """elements -> seconds per operation unit in a transform block of that many elements
-    (piecewise linear in log2 elements between the calibrated sizes, constant outside)."""
-    per = constants()[_AS[precision]]["per_unit"]
-    xs = [2 * math.log2(n) for n in FFT_SIZES]
-    return lambda e: float(np.interp(math.log2(e), xs, per))
+from ._cpu_constants import _AS, DEFAULTS, FFT_SIZES, constants, cost_file, machine, use
+from ._cpu_constants import unit_seconds_fn
 
 
 def predict(precision: str, image_shape, kernel_shape) -> dict:
@@ -122,7 +53,6 @@ def calibrate(save: bool = True, repeat: int = 5) -> dict:
     from now on: direct at k = 3 and 15 on 512^2 (the per-output and per-multiply-add costs
     separate), fft_cpu as one whole transform of each FFT_SIZES^2 (per-unit cost by size; the
     fixed cost from the smallest, where it matters)."""
-    global _loaded
     rng = np.random.default_rng(0)
     result = {}
     for precision, dtype in (("fp32", np.float32), ("fp64", np.float64)):
@@ -154,8 +84,7 @@ def calibrate(save: bool = True, repeat: int = 5) -> dict:
             t = float(np.median(ts))
             c["per_unit"].append(max(t - c["fft_fixed"], 1e-9) / _fft_cpu.block_units(n, n))
         result[precision] = c
-    with _lock:
-        _loaded = result
+    use(result)
     if save:
         f = cost_file()
         f.parent.mkdir(parents=True, exist_ok=True)

@@ -22,10 +22,12 @@ import os
 import numpy as np
 import scipy.fft as sfft
 
+from . import _cpu_constants
+
 # Per-element work of a transform block beside its butterflies, in butterfly levels (the copy
 # into the block, the spectrum product, the copy out). The seconds per operation come from the
-# caller (the calibrated cost model of _cpu_cost, by transform size: larger transforms leave the
-# caches and cost more per operation). Blocks are transformed one block row at a time (a few MB,
+# caller (the calibrated constants of _cpu_constants, by transform size: larger transforms leave
+# the caches and cost more per operation). Blocks are transformed one block row at a time (a few MB,
 # so a batch stays in the caches): on the 2-core Zen 4, shared with other jobs, 512^2 blocks took
 # 4096^2 with k = 63 in 152-167 ms against 217-325 ms for the whole transform, while batches
 # of 32 MB were slower than either (289 ms). BLOCK_PENALTY leans to the whole transform where
@@ -109,9 +111,7 @@ class FftCpu:
             k = kernel.astype(np.float16 if precision == "fp16fp32" else np.float32)
             k = k.astype(np.float64)
         if block is None:
-            from . import _cpu_cost  # (imports this module)
-
-            block = choose_blocks(ih, iw, kh, kw, _cpu_cost.unit_seconds_fn(precision))[0]
+            block = choose_blocks(ih, iw, kh, kw, _cpu_constants.unit_seconds_fn(precision))[0]
         bh, bw = block
         self.block = (bh, bw)
         self.step = (bh - kh + 1, bw - kw + 1)

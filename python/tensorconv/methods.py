@@ -6,9 +6,15 @@ from typing import NamedTuple
 
 from . import _core
 
+# The core's precisions (csrc/core/types.hpp), in its order: tensorconv.PRECISIONS.
+PRECISIONS: tuple[str, ...] = tuple(p.name for p in _core.precisions())
+
 
 class MethodInfo(NamedTuple):
     """One row of the method registry (`methods` returns them).
+
+    The fields are the members of the same names of the core's ``MethodRow``
+    (csrc/core/registry.hpp), so a new field is a member there and a line here.
 
     Attributes
     ----------
@@ -46,7 +52,7 @@ class MethodInfo(NamedTuple):
     """
     name: str
     device: str  # "cpu" or "cuda"
-    precisions: tuple
+    precisions: tuple[str, ...]
     available: bool
     reason: str  # why it is unavailable here; "" when available
     summary: str
@@ -100,7 +106,8 @@ def methods() -> list[MethodInfo]:
     >>> fft.available or fft.reason != ""            # unavailable methods say why
     True
     """
-    return [MethodInfo(*row) for row in _core.methods()]
+    return [MethodInfo(**{f: getattr(row, f) for f in MethodInfo._fields})
+            for row in _core.methods()]
 
 
 def takes_complex(m: MethodInfo) -> str:

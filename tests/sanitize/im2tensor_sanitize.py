@@ -13,7 +13,7 @@ from tensorconv.metrics import relative_l2
 
 VARIANTS = ("im2tensor", "im2tensor_shmem", "im2tensor_fused", "im2tensor_atomic",
             "im2tensor_cublas")
-PRECISIONS = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
+PRECISIONS = tc.PRECISIONS
 # the last two reach the mma.sync path's carries between passes and edges between strips
 SHAPES = [((37, 75), (5, 7)), ((21, 160), (3, 70)), ((310, 23), (300, 3)),
           ((70, 600), (15, 15)), ((50, 530), (25, 57))]

@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import _bounds
+from .._api import PRECISIONS
 from ..datasets import cache_dir, load_usc_sipi
 from ..metrics import mape
 
-ORDER = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64")
+ORDER = PRECISIONS
 
 
 def accuracy_kernel(k: int) -> np.ndarray:

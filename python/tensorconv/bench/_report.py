@@ -18,7 +18,7 @@ import numpy as np
 import tensorconv as tc
 from tensorconv import _bounds
 
-ORDER = ("fp16", "fp16fp32", "bf16", "tf32", "fp32", "fp64", "uint8")
+ORDER = (*tc.PRECISIONS, "uint8")
 
 
 def slug(device: str) -> str:

@@ -23,6 +23,7 @@ and kernels are cached per parameters.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 
 import numpy as np
@@ -263,8 +264,8 @@ def _fused_or_none(w0, w1, shape, modes, cval, method, precision, on_device):
     why = None
     if not on_device:
         why = "it filters CUDA arrays (CuPy, PyTorch); this image is on the host"
-    elif precision not in ("fp32", "fp64"):
-        why = f"it runs fp32 and fp64, not {precision}"
+    elif precision not in _fused_precisions():
+        why = f"it runs {' and '.join(_fused_precisions())}, not {precision}"
     elif not _core.separable_boundary_supported(shape[0], shape[1], len(w0), len(w1),
                                                  _STORAGE[precision]):
         why = (f"a {len(w0)} x {len(w1)} kernel does not fit its shared memory (or no CUDA build); "
@@ -325,6 +326,12 @@ def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
 def _methods():
     from ..methods import methods
     return methods()
+
+
+@functools.lru_cache(maxsize=1)
+def _fused_precisions() -> tuple:
+    """The precisions of the fused filter's registry row (entry filters.gaussian)."""
+    return next(m.precisions for m in _methods() if m.name == FUSED)
 
 
 _FAST: dict = {}

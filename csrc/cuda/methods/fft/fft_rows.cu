@@ -72,8 +72,7 @@ class FftRowsPlan final : public CudaPlan {
     const std::int64_t fit = kRowsCapBytes / (per_row + static_cast<std::int64_t>(work) / hb_ + 1);
     if (fit < hb_) {
       set_band(fit);
-      inv_.reset();
-      work = make_plans(r.iw);
+      make_plans(r.iw);
     }
     spec_.reset(hin_ * mc_ * sizeof(C));  // also the C2R's hb x w real output
     o_.reset(hb_ * mc_ * sizeof(C));
@@ -81,7 +80,6 @@ class FftRowsPlan final : public CudaPlan {
     low_.reset(hb_ * kLow * sizeof(double2));
     TC_CUDA_CHECK(cudaMemset(low_.get(), 0, low_.bytes()));  // columns nl.. stay zero
     taps(r);
-    attach_work(work);
     cgrid_ = fftrows::crop_grid(static_cast<int>(hb_), static_cast<int>(ow_),
                                 fftrows::crop_blocks<T, kLow>(device()));
     TC_CUDA_CHECK(cudaFuncSetAttribute(fftrows::correlate_down<T, kR, kWarps, kLow>,
@@ -90,28 +88,28 @@ class FftRowsPlan final : public CudaPlan {
   }
 
   std::size_t workspace_bytes() const override {
-    return work_.bytes() + spec_.bytes() + o_.bytes() + low_.bytes() + taps_.bytes() +
+    // (the shared group's work area in full: an upper bound where plans share it)
+    return plans_->work_bytes() + spec_.bytes() + o_.bytes() + low_.bytes() + taps_.bytes() +
            glo_.bytes() + tw_.bytes();
   }
 
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
-    if (in.row_stride != stride_) attach_work(make_plans(in.row_stride));
+    if (in.row_stride != stride_) make_plans(in.row_stride);
     nf_.arm(stream);
-    TC_CUFFT_CHECK(cufftSetStream(fwd_->get(), stream));
-    TC_CUFFT_CHECK(cufftSetStream(inv_->get(), stream));
+    SharedCufft::Use fft(*plans_, stream);
     const dim3 pgrid = G::grid(static_cast<int>(mc_), static_cast<int>(hb_));
     const std::int64_t bands = (oh_ + hb_ - 1) / hb_;
     for (std::int64_t b = 0; b < bands; ++b) {
       const std::int64_t y0 = std::min(b * hb_, oh_ - hb_);  // the last band overlaps
       T* src = const_cast<T*>(in.ptr<T>()) + y0 * in.row_stride;
-      TC_CUFFT_CHECK(cufftXtExec(fwd_->get(), src, spec_.get(), CUFFT_FORWARD));
+      TC_CUFFT_CHECK(cufftXtExec(fft.first(), src, spec_.get(), CUFFT_FORWARD));
       fftrows::correlate_down<T, kR, kWarps, kLow><<<pgrid, G::kThreads, smem_, stream>>>(
           spec_.get<C>(), mc_, static_cast<int>(hin_), static_cast<int>(mc_), taps_.get<C>(),
           mc_, static_cast<int>(kp_), o_.get<C>(), mc_, static_cast<int>(hb_), nullptr,
           glo_.get<double2>(), low_.get<double2>(), nl_);
       TC_CUDA_LAUNCH_CHECK();
-      TC_CUFFT_CHECK(cufftXtExec(inv_->get(), o_.get(), spec_.get(), CUFFT_INVERSE));
+      TC_CUFFT_CHECK(cufftXtExec(fft.second(), o_.get(), spec_.get(), CUFFT_INVERSE));
       fftrows::crop_low<T, kLow><<<cgrid_, fftrows::kCropThreads, 0, stream>>>(
           spec_.get<T>(), static_cast<int>(w_), low_.get<double2>(), tw_.get<double2>(),
           out.ptr<T>() + y0 * out.row_stride,
@@ -132,25 +130,15 @@ class FftRowsPlan final : public CudaPlan {
     hin_ = hb_ + kh_ - 1;
   }
 
-  // The forward plan reads rows `stride` elements apart (the image's row stride); the inverse
-  // writes rows of w into the spectrum buffer. Returns the work area both need (they run in
-  // turn and share one).
+  // The forward transform reads rows `stride` elements apart (the image's row stride); the
+  // inverse writes rows of w into the spectrum buffer. One shared group (cufft_util.cuh:
+  // SharedCufft) of the two, with one work area (they run in turn); returns its bytes.
   std::size_t make_plans(std::int64_t stride) {
-    fwd_ = std::make_unique<CufftPlan>();
-    const std::size_t ws_f = fwd_->make_rows(w_, stride, mc_, Fft<P>::rtype, Fft<P>::ctype,
-                                             Fft<P>::ctype, true, hin_);
-    if (!inv_) {
-      inv_ = std::make_unique<CufftPlan>();
-      inv_ws_ = inv_->make_rows(w_, mc_, w_, Fft<P>::ctype, Fft<P>::rtype, Fft<P>::ctype, true, hb_);
-    }
+    plans_ = SharedCufft::get(
+        device(), spec_rows(w_, stride, mc_, Fft<P>::rtype, Fft<P>::ctype, Fft<P>::ctype, hin_),
+        spec_rows(w_, mc_, w_, Fft<P>::ctype, Fft<P>::rtype, Fft<P>::ctype, hb_));
     stride_ = stride;
-    return std::max(ws_f, inv_ws_);
-  }
-
-  void attach_work(std::size_t need) {
-    if (need > work_.bytes() || !work_.get()) work_.reset(std::max<std::size_t>(need, 1));
-    TC_CUFFT_CHECK(cufftSetWorkArea(fwd_->get(), work_.get()));
-    TC_CUFFT_CHECK(cufftSetWorkArea(inv_->get(), work_.get()));
+    return plans_->work_bytes();
   }
 
   // taps[s][v] = conj(sum_t k[s][t] e^{-2 pi i v t / W}) / W (kp rows, zeros past kh), the same
@@ -197,9 +185,9 @@ class FftRowsPlan final : public CudaPlan {
   std::int64_t stride_ = -1;
   int nl_ = 1;
   dim3 cgrid_;
-  std::size_t smem_ = 0, inv_ws_ = 0;
-  std::unique_ptr<CufftPlan> fwd_, inv_;
-  DeviceBuffer work_, spec_, o_, low_, taps_, glo_, tw_;
+  std::size_t smem_ = 0;
+  std::shared_ptr<SharedCufft> plans_;
+  DeviceBuffer spec_, o_, low_, taps_, glo_, tw_;
   NonfiniteRepair nf_;
 };
 

@@ -71,15 +71,31 @@ enum class AccKind { f32, f32x3, f64 };
 // RO: the same row-wise stores through buffers in the image ring itself, 16 rows at once, when a
 // CTA computes one row block and carries no rows (the ring is free after the last step's
 // barrier): no extra shared memory, for geometries whose CTAs are too many per SM for SO's.
-template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = false, int UNR_ = 1,
-          bool LDM_ = false, int X3_ = 0, int PF_ = -1, bool RE_ = false, bool SO_ = false,
-          bool RO_ = false, bool BS_ = false>
+//
+// A geometry is written by name: a spec derived from GeomDefaults states G, WR, WC and MINB and
+// whichever switches differ from the defaults, and GeomOf<Spec> is its Geom, e.g.
+//   struct Spec : GeomDefaults {
+//     static constexpr int G = 8, WR = 4, WC = 2, MINB = 2;
+//     static constexpr bool SO = true;
+//   };
+//   using Geo = GeomOf<Spec>;  // = Geom<8, 4, 2, 2, false, 1, false, 0, -1, false, true>
+struct GeomDefaults {
+  static constexpr bool PERM = false, LDM = false, RE = false, SO = false, RO = false, BS = false;
+  static constexpr int UNR = 1, X3 = 0, PF = -1;
+};
+template <int G_, int WR_, int WC_, int MINB_, bool PERM_ = GeomDefaults::PERM,
+          int UNR_ = GeomDefaults::UNR, bool LDM_ = GeomDefaults::LDM, int X3_ = GeomDefaults::X3,
+          int PF_ = GeomDefaults::PF, bool RE_ = GeomDefaults::RE, bool SO_ = GeomDefaults::SO,
+          bool RO_ = GeomDefaults::RO, bool BS_ = GeomDefaults::BS>
 struct Geom {
   static constexpr int G = G_, WR = WR_, WC = WC_, MINB = MINB_, UNR = UNR_, X3 = X3_, PF = PF_;
   static constexpr bool PERM = PERM_, LDM = LDM_, RE = RE_, SO = SO_, RO = RO_, BS = BS_;
   static constexpr int TH = 16 * WR, TW = 8 * G * WC;  // CTA output rows, columns
   static_assert(WR * WC == 8, "eight warps per CTA");
 };
+template <class S>
+using GeomOf = Geom<S::G, S::WR, S::WC, S::MINB, S::PERM, S::UNR, S::LDM, S::X3, S::PF, S::RE,
+                    S::SO, S::RO, S::BS>;
 template <Precision P> struct Cfg;
 // fp16 accumulates in fp32 as fp16fp32 does (the same kernel): a half accumulator per kernel
 // row, summed into fp32 per row, took 0.074 / 0.102 / 0.135 / 0.203 / 0.341 ms at k = 3 / 15 /
@@ -92,7 +108,11 @@ template <> struct Cfg<Precision::fp16> {
   // 25 / 35 / 55: 0.042 / 0.082 / 0.112 / 0.175 / 0.302 against 0.072 / 0.089 / 0.113 / 0.177 /
   // 0.302 with the fragments' own stores (toeplitz_tune --round13: half rows of 4096 - k + 1 elements
   // start mid-sector, and each 16-byte row piece cost two sectors).
-  using Geo = Geom<8, 4, 2, 2, false, 1, false, 0, -1, false, true>;
+  struct GeoSpec : GeomDefaults {
+    static constexpr int G = 8, WR = 4, WC = 2, MINB = 2;
+    static constexpr bool SO = true;
+  };
+  using Geo = GeomOf<GeoSpec>;
   static constexpr AccKind acc = AccKind::f32;
 };
 template <> struct Cfg<Precision::fp16fp32> : Cfg<Precision::fp16> {};
@@ -118,8 +138,16 @@ template <> struct Cfg<Precision::bf16> : Cfg<Precision::fp16fp32> {
 template <> struct Cfg<Precision::tf32> {
   using In = float; using S = float; using Coef = float; using Acc = float;
   static constexpr int KK = 8, kRings = 1;
-  using Geo = Geom<8, 4, 2, 2, false, 2, true, 0, 0, false, true>;
-  using GeoMid = Geom<8, 4, 2, 3, false, 2, true, 0, 0, false, false, true, true>;
+  struct GeoSpec : GeomDefaults {
+    static constexpr int G = 8, WR = 4, WC = 2, MINB = 2, UNR = 2, PF = 0;
+    static constexpr bool LDM = true, SO = true;
+  };
+  struct GeoMidSpec : GeomDefaults {
+    static constexpr int G = 8, WR = 4, WC = 2, MINB = 3, UNR = 2, PF = 0;
+    static constexpr bool LDM = true, RO = true, BS = true;
+  };
+  using Geo = GeomOf<GeoSpec>;
+  using GeoMid = GeomOf<GeoMidSpec>;
   static constexpr long long kSmallArea = 49, kMidArea = 255;
   static constexpr AccKind acc = AccKind::f32;
 };
@@ -130,7 +158,10 @@ template <> struct Cfg<Precision::fp64> {
   // 0.157 / 0.242 / 0.482 / 0.949, G = 2 (before) 0.121 / - / 0.301 / 0.556 / 0.952, G = 4
   // 0.121 / - / 0.295 / 0.497 / 0.945. More groups per warp reuse each A fragment more often;
   // ptxas spills up to ~70 bytes at G = 6 and it is still the fastest.
-  using Geo = Geom<6, 4, 2, 2>;
+  struct GeoSpec : GeomDefaults {
+    static constexpr int G = 6, WR = 4, WC = 2, MINB = 2;
+  };
+  using Geo = GeomOf<GeoSpec>;
   static constexpr AccKind acc = AccKind::f64;
 };
 // fp32 on DMMA: fp32 image staged as is (half fp64's bytes), widened to fp64 as fragments are
@@ -150,9 +181,11 @@ template <> struct Cfg<Precision::fp32> : Cfg<Precision::fp64> {
   // at k = 3 / 9 / 15 / 25 / 35 / 55 (toeplitz_tune --round8, --round9): 0.089 / 0.118 / 0.221 / 0.451 /
   // 0.914 / 1.872; G = 4 (before) 0.082 / 0.128 / 0.257 / 0.500 / 0.967 / 1.952; G = 5 and 6,
   // with or without the prefetch, in between; G = 2 0.289 / 0.555 at k = 15 / 25.
-  using Geo = Geom<7, 4, 2, 2, false, 1, false, 0, 0>;
+  struct GeoSpec : GeomDefaults {
+    static constexpr int G = 7, WR = 4, WC = 2, MINB = 2, PF = 0;
+  };
+  using Geo = GeomOf<GeoSpec>;
 };
-
 // fp32 by 3xTF32 (Geom X3 = L > 0): x = hi + lo with hi = tf32(x), lo = tf32(x - hi) (the
 // image split once as staged: hi in the ring, lo in a second ring; the kernel's split in the
 // band table, (hi, lo) per tap), out = hi*hi + (hi*lo + lo*hi) (lo*lo, ~2^-24 of a product, and
