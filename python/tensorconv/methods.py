@@ -22,6 +22,8 @@ class MethodInfo(NamedTuple):
     translation_invariant: bool = False
     # when the bits hold only under translations by multiples of a period (translation_period)
     exact_note: str = ""
+    # takes a stack of per-image kernels in one plan and one call (else one plan per kernel)
+    kernel_stack: bool = False
 
     def translation_period(self, precision: str, kh: int, kw: int,
                            complex_data: bool = False) -> tuple:
@@ -56,8 +58,8 @@ def takes_complex(m: MethodInfo) -> str:
 
 def methods_table() -> str:
     """methods() as a Markdown table."""
-    lines = ["| method | device | precisions | complex | tile-exact | available |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| method | device | precisions | complex | tile-exact | per-image kernels | "
+             "available |", "|---|---|---|---|---|---|---|"]
     for m in methods():
         avail = "yes" if m.available else f"no: {m.reason}"
         if m.available and m.note:
@@ -67,5 +69,7 @@ def methods_table() -> str:
         exact = "yes" if m.translation_invariant else ("no" if m.entry == "correlate2d" else "-")
         if m.translation_invariant and m.exact_note:
             exact += f" ({m.exact_note})"
-        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {exact} | {avail} |")
+        per = ("native" if m.kernel_stack else "one plan per kernel") \
+            if m.entry == "correlate2d" else "-"
+        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {exact} | {per} | {avail} |")
     return "\n".join(lines)
