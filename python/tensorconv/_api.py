@@ -566,7 +566,16 @@ def plan(kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0, meth
     e.g. {"separable.fused": False} (the two-pass form) or {"im2tensor.db": 16}; every default
     is the measured choice. tensorconv.plan_options() lists each option with its methods, valid
     values, default and meaning; an unknown option, one of another method or a bad value is a
-    ValueError naming the valid ones. Not with method='auto'."""
+    ValueError naming the valid ones. Not with method='auto'.
+
+    A 3-D `kernel` (K, kh, kw) is a stack of per-image kernels: the plan (a PerImagePlan) takes
+    (K, H, W) stacks, image i with kernel i, or (N, K, H, W) stacks, channel c with kernel c."""
+    if np.ndim(kernel) == 3:
+        from ._perimage import PerImagePlan
+
+        return PerImagePlan(kernel, image_shape, mode=mode, boundary=boundary,
+                            fillvalue=fillvalue, method=method, precision=precision,
+                            convolve=convolve, device=device, options=options)
     return Plan(kernel, image_shape, mode=mode, boundary=boundary, fillvalue=fillvalue,
                 method=method, precision=precision, convolve=convolve, device=device,
                 options=options)
@@ -619,10 +628,15 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
         p = _plan_cache.get(fk)
         if p is not None:  # made from these very shapes and dtypes (checked then)
             return p._real(_NUMPY, p._plan, in1, 0.0)
-    b1, b2 = backend_of(in1), backend_of(in2)
-    in1, in2 = b1.asarray(in1), b2.asarray(in2)
     if not isinstance(batch, (bool, np.bool_)):
         raise TypeError(f"batch must be True or False, got {batch!r}")
+    if batch and np.ndim(in2) == 3:  # a stack of per-image kernels (_perimage.py's rule)
+        from . import _perimage
+
+        return _perimage.run(in1, in2, mode, boundary, fillvalue, method, precision, convolve,
+                             dtype, options)
+    b1, b2 = backend_of(in1), backend_of(in2)
+    in1, in2 = b1.asarray(in1), b2.asarray(in2)
     _check_array(in1, b1, "in1", (3,) if batch else (2,))
     _check_array(in2, b2, "in2")
     _check_mode(mode)
@@ -718,7 +732,11 @@ def _dtype_doc(f):
         "storage (float16,\n    float32, float64; complex64 for fp32, complex128 for fp64). "
         "`dtype` asks for another,\n    e.g. dtype=np.float64 for exact wide integer results."
         "\n\n    batch=True: in1 is a (B, H, W) stack (B >= 1) and every image is processed with "
-        "the one\n    kernel in one call (result (B, ...)); the default is scipy's 2-D behaviour.")
+        "the one\n    kernel in one call (result (B, ...)); the default is scipy's 2-D behaviour."
+        "\n\n    batch=True with a 3-D in2 (K, kh, kw): per-image kernels. in1 is (K, H, W) "
+        "(image i with\n    kernel i) or (N, K, H, W) (every image of channel c with kernel c); "
+        "another count along\n    the kernel axis is a ValueError. methods_table() says which "
+        "methods take the stack natively.")
     return f
 
 
