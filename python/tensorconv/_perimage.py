@@ -186,8 +186,9 @@ def run(in1, in2, mode, boundary, fillvalue, method, precision, convolve, dtype,
         raise TypeError(f"in1 has dtype {b1.dtype_str(in1)}; per-image kernels take real "
                         "numeric arrays")
     if in1.ndim not in (3, 4):
-        raise ValueError("with a (K, kh, kw) stack of kernels, in1 must be a (K, H, W) or "
-                         f"(N, K, H, W) stack, got ndim={in1.ndim}")
+        raise ValueError(f"with a stack of {in2.shape[0]} kernels, in1 must be a (K, H, W) or "
+                         f"(N, K, H, W) stack with K = {in2.shape[0]}, got shape "
+                         f"{tuple(in1.shape)}")
     if 0 in tuple(in1.shape):
         raise ValueError(f"in1 is empty (shape {tuple(in1.shape)})")
     if mode == "valid" and any(a < k for a, k in zip(in1.shape[-2:], in2.shape[-2:])):

@@ -19,7 +19,7 @@ backward is written with the same ops, so it is differentiable again (gradgradch
   mode directly: the input's gradient is convolve2d(grad_out, w, m') with m' = same for same,
   full for valid, valid for full (correlation and convolution swap for a convolution's
   backward). With 'wrap' or 'symm' the padded input is a gather x[rows][:, cols] of the image
-  (tensorconv._arrays.boundary_indices: np.pad's indices), so its adjoint adds every padded
+  (np.pad's indices, as tensorconv._arrays.boundary_indices gives them), so its adjoint adds every padded
   row and column of the full-mode gradient back onto the image position it was read from
   (index_add along H, then along W): for 'wrap' that is the wrap correlation with the flipped
   kernel, for 'symm' the mirrored borders are folded onto the image's edge rows.
@@ -48,7 +48,6 @@ import torch
 from torch import Tensor, nn
 
 from . import _api
-from ._arrays import boundary_indices
 
 __all__ = ["correlate2d", "convolve2d", "Conv2dDepthwise", "precision_for"]
 
@@ -152,6 +151,16 @@ torch.library.register_fake("tensorconv::correlate2d")(_fake)
 torch.library.register_fake("tensorconv::convolve2d")(_fake)
 
 
+def _index_map(n, before, after, boundary: str, device) -> Tensor:
+    """Source index of every padded position, as tensorconv._arrays.boundary_indices gives it
+    (np.pad's 'wrap' / 'symmetric'), by torch ops so that symbolic sizes trace."""
+    i = torch.arange(-before, n + after, device=device)
+    if boundary == "wrap":
+        return torch.remainder(i, n)
+    m = torch.remainder(i, 2 * n)
+    return torch.where(m < n, m, 2 * n - 1 - m)
+
+
 def _pad(x: Tensor, pads, boundary: str, fillvalue: float) -> Tensor:
     """The padded input the valid correlation reads (differentiable torch ops)."""
     (t, b), (l, r) = pads
@@ -160,8 +169,8 @@ def _pad(x: Tensor, pads, boundary: str, fillvalue: float) -> Tensor:
     if boundary == "fill":
         return nn.functional.pad(x, (l, r, t, b), value=float(fillvalue))
     h, w = x.shape[-2:]
-    ri = torch.as_tensor(boundary_indices(h, t, b, boundary), device=x.device)
-    ci = torch.as_tensor(boundary_indices(w, l, r, boundary), device=x.device)
+    ri = _index_map(h, t, b, boundary, x.device)
+    ci = _index_map(w, l, r, boundary, x.device)
     return x.index_select(2, ri).index_select(3, ci)
 
 
@@ -170,8 +179,8 @@ def _fold(gp: Tensor, shape, pads, boundary: str) -> Tensor:
     the image row / column it was read from."""
     (t, b), (l, r) = pads
     n, c, h, w = shape
-    ri = torch.as_tensor(boundary_indices(h, t, b, boundary), device=gp.device)
-    ci = torch.as_tensor(boundary_indices(w, l, r, boundary), device=gp.device)
+    ri = _index_map(h, t, b, boundary, gp.device)
+    ci = _index_map(w, l, r, boundary, gp.device)
     rows = gp.new_zeros((n, c, h, gp.shape[3])).index_add(2, ri, gp)
     return gp.new_zeros((n, c, h, w)).index_add(3, ci, rows)
 
