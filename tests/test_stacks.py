@@ -80,8 +80,9 @@ def test_stack_errors():
         tc.correlate2d(np.zeros((8, 8)), k, batch=True)
     with pytest.raises(ValueError, match="batch=True"):
         tc.correlate2d(np.zeros((2, 8, 8)), k)
-    with pytest.raises(ValueError, match="2-D"):
-        tc.correlate2d(np.zeros((2, 8, 8)), np.ones((2, 3, 3)), batch=True)
+    # a 3-D in2 is a stack of per-image kernels (test_perimage.py): its count must match
+    with pytest.raises(ValueError, match="3 per-image kernels"):
+        tc.correlate2d(np.zeros((2, 8, 8)), np.ones((3, 3, 3)), batch=True)
     with pytest.raises(ValueError, match="at least as large"):
         tc.correlate2d(np.zeros((2, 2, 2)), k, "valid", batch=True)
     with pytest.raises(TypeError, match="batch"):

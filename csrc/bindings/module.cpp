@@ -44,11 +44,13 @@ Tensor2D tensor(std::uintptr_t ptr, std::int64_t rows, std::int64_t cols, std::i
 // The request of a plan over a float64 kernel (kept alive by the caller's array).
 PlanRequest plan_request(const py::array_t<double, py::array::c_style | py::array::forcecast>& k,
                          std::int64_t ih, std::int64_t iw, const std::string& precision) {
-  if (k.ndim() != 2) throw ValueError("kernel must be 2-D");
+  // 3-D: a stack of per-image kernels (PlanRequest::kernel_count)
+  if (k.ndim() != 2 && k.ndim() != 3) throw ValueError("kernel must be 2-D (or a 3-D stack)");
   PlanRequest r;
   r.kernel = k.data();
-  r.kh = k.shape(0);
-  r.kw = k.shape(1);
+  r.kernel_count = k.ndim() == 3 ? k.shape(0) : 1;
+  r.kh = k.shape(k.ndim() - 2);
+  r.kw = k.shape(k.ndim() - 1);
   r.ih = ih;
   r.iw = iw;
   r.precision = parse_precision(precision);
@@ -163,7 +165,8 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("complex_native", &MethodRow::complex_native)
       .def_readonly("takes_factors", &MethodRow::takes_factors)
       .def_readonly("translation_invariant", &MethodRow::translation_invariant)
-      .def_readonly("exact_note", &MethodRow::exact_note);
+      .def_readonly("exact_note", &MethodRow::exact_note)
+      .def_readonly("kernel_stack", &MethodRow::kernel_stack);
   m.def("methods", [] {
     std::vector<MethodRow> rows;
     for (const auto& info : registry()) rows.push_back(method_row(info));
@@ -245,6 +248,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("out_shape",
                              [](const Plan& p) { return py::make_tuple(p.out_rows(), p.out_cols()); })
       .def_property_readonly("precision", [](const Plan& p) { return precision_name(p.precision()); })
+      .def_property_readonly("kernel_count", &Plan::kernel_count)
       .def(
           "run",
           [](Plan& p, std::uintptr_t in_ptr, std::int64_t in_rows, std::int64_t in_cols,

@@ -37,7 +37,7 @@ const std::vector<MethodInfo>& registry() {
        "CPU direct correlation, threads over rows, register-blocked AVX-512 or AVX2/FMA "
        "kernels (portable fallback)",
        nullptr, &direct_note, /*complex_native=*/false, /*takes_factors=*/false,
-       /*translation_invariant=*/true},
+       /*translation_invariant=*/true, nullptr, nullptr, /*kernel_stack=*/true},
       {"fft_cpu", Device::cpu, {P::fp16fp32, P::fp32, P::fp64}, 0, &make_fft_cpu_plan,
        "CPU product of spectra by pocketfft (scipy.fft, all cores): fast sizes, kernel spectrum "
        "once per plan, overlap-save blocks where cheaper; fp16fp32 transforms in fp32; complex "
@@ -71,8 +71,10 @@ const std::vector<MethodInfo>& registry() {
        TC_CUDA_FACTORY(make_fft_plan),
        "cuFFT R2C/C2R product of spectra, fast transform sizes, kernel spectrum once per plan; "
        "fp16 via cufftXt half (power-of-two sizes), fp16fp32 transforms in fp32; complex data "
-       "by C2C transforms",
-       nullptr, nullptr, /*complex_native=*/true},
+       "by C2C transforms; per-image kernels as batched transforms of the kernels' spectra "
+       "(real fp16fp32/fp32/fp64 device stacks)",
+       nullptr, nullptr, /*complex_native=*/true, /*takes_factors=*/false,
+       /*translation_invariant=*/false, nullptr, nullptr, /*kernel_stack=*/true},
       // im2tensor (Seznec et al. 2022), csrc/cuda/methods/im2tensor/. sm_80: bf16, tf32 and DMMA WMMA.
       {"im2tensor", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
        TC_CUDA_FACTORY(make_im2tensor_plan),
@@ -192,6 +194,7 @@ MethodRow method_row(const MethodInfo& m) {
   r.takes_factors = m.takes_factors;
   r.translation_invariant = m.translation_invariant;
   r.exact_note = m.exact_note ? m.exact_note : "";
+  r.kernel_stack = m.kernel_stack;
   return r;
 }
 
@@ -234,6 +237,13 @@ std::unique_ptr<Plan> checked_plan(const MethodInfo& m, const PlanRequest& r) {
   if (!why.empty()) throw ValueError("method '" + method + "' is unavailable: " + why);
   if (!m.factory) throw ValueError("method '" + method + "' has no plan to make here");
   if (!r.kernel || r.kh < 1 || r.kw < 1) throw ValueError("kernel must be non-empty");
+  if (r.kernel_count < 1) throw ValueError("kernel_count must be at least 1");
+  if (r.kernel_count > 1 && !m.kernel_stack)
+    throw ValueError("method '" + method + "' takes one kernel per plan; per-image kernels run "
+                     "natively on: direct, fft (tensorconv makes one plan per kernel for the "
+                     "others)");
+  if (r.kernel_count > 1 && (r.complex_data || r.kernel_imag || m.takes_factors))
+    throw ValueError("per-image kernels take real data and real kernels");
   if (r.complex_data && !m.complex_native)
     throw ValueError("method '" + method + "' takes complex data only as real parts (tensorconv's "
                      "Plan decomposes it); it has no complex plan");
@@ -256,7 +266,8 @@ std::unique_ptr<Plan> checked_plan(const MethodInfo& m, const PlanRequest& r) {
                      "2^62 bytes of image x kernel width)");
   std::unique_ptr<Plan> plan = m.factory(r);
   // keep what remaking the plan for another image height needs (the kernel outlives `r`)
-  auto k = std::make_shared<std::vector<double>>(r.kernel, r.kernel + r.kh * r.kw);
+  auto k = std::make_shared<std::vector<double>>(r.kernel,
+                                                 r.kernel + r.kernel_count * r.kh * r.kw);
   auto ki = std::make_shared<std::vector<double>>();
   if (r.kernel_imag) ki->assign(r.kernel_imag, r.kernel_imag + r.kh * r.kw);
   const PlanFactory factory = m.factory;
@@ -290,6 +301,9 @@ std::unique_ptr<Plan> make_entry_plan(const std::string& method, const std::stri
 
 void Plan::execute(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) {
   check_shapes(in, out);
+  if (kernels_ != 1)
+    throw ValueError("a plan of " + std::to_string(kernels_) + " per-image kernels takes a "
+                     "stack of images (execute_batch)");
   run(in, out, stream);
 }
 
@@ -299,6 +313,10 @@ void Plan::execute_batch(const Tensor2D& in, std::int64_t in_batch_stride, const
   if (batch < 1) throw ValueError("a stack needs at least one image, got batch=" +
                                   std::to_string(batch));
   check_shapes(in, out);
+  if (batch % kernels_ != 0)
+    throw ValueError("a plan of " + std::to_string(kernels_) + " per-image kernels takes a "
+                     "stack of a multiple of " + std::to_string(kernels_) + " images, got " +
+                     std::to_string(batch));
   // images may not overlap within a stack (an output written twice, or an input read as output)
   if (batch > 1 && (in_batch_stride < in.rows * in.row_stride ||
                     out_batch_stride < out.rows * out.row_stride))
@@ -353,6 +371,9 @@ void Plan::execute_gather(const HostGather& in, const Tensor2D& out,
                           std::uintptr_t stream) {
   if (batch < 1) throw ValueError("a stack needs at least one image, got batch=" +
                                   std::to_string(batch));
+  if (kernels_ != 1)
+    throw ValueError("a plan of per-image kernels takes padded images (execute_batch); pad "
+                     "them first");
   if (in.src.on_device != out.on_device)
     throw ValueError("a padded gather takes a host image to a host result or a device image "
                      "to a device result, not a mix");

@@ -36,6 +36,12 @@ struct PlanRequest {
   const double* factor_col = nullptr;
   const double* factor_row = nullptr;
   std::int64_t rank = 0;
+  // Per-image kernels (methods whose row says kernel_stack): `kernel` holds kernel_count kernels
+  // of kh x kw one after another, and image b of a stack is correlated with kernel
+  // b % kernel_count (a (B, H, W) stack with B kernels: image i with kernel i; an (N, C, H, W)
+  // depthwise stack flattened to N C images with C kernels: every image of channel c with
+  // kernel c). Stacks must then hold a multiple of kernel_count images. 1: one kernel.
+  std::int64_t kernel_count = 1;
 };
 
 // A host image or (B, H, W) stack padded as it is staged to the device (CUDA plans), so the
@@ -67,8 +73,8 @@ struct HostGather {
 class Plan {
  public:
   explicit Plan(const PlanRequest& r)
-      : kh_(r.kh), kw_(r.kw), ih_(r.ih), iw_(r.iw), precision_(r.precision),
-        complex_(r.complex_data) {}
+      : kh_(r.kh), kw_(r.kw), ih_(r.ih), iw_(r.iw), kernels_(r.kernel_count),
+        precision_(r.precision), complex_(r.complex_data) {}
   virtual ~Plan() = default;
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -99,6 +105,7 @@ class Plan {
   std::int64_t out_cols() const { return iw_ - kw_ + 1; }
   Precision precision() const { return precision_; }
   bool complex_data() const { return complex_; }
+  std::int64_t kernel_count() const { return kernels_; }  // PlanRequest::kernel_count
 
  protected:
   virtual void run(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) = 0;
@@ -113,6 +120,7 @@ class Plan {
                           std::int64_t out_batch_stride, std::int64_t batch,
                           std::uintptr_t stream);
   std::int64_t kh_, kw_, ih_, iw_;
+  std::int64_t kernels_;  // kernel_count: image b of a stack takes kernel b % kernels_
   Precision precision_;
   bool complex_;
 };
@@ -145,6 +153,10 @@ struct MethodInfo {
   // it is not (1, 1), for methods().
   std::pair<int, int> (*translation_period)(Precision, int kh, int kw, bool complex_data) = nullptr;
   const char* exact_note = nullptr;
+  // Takes a stack of per-image kernels in one plan (PlanRequest::kernel_count > 1) and runs a
+  // stack of images with them in one call; other methods get per-image kernels from Python as
+  // one plan per kernel (tensorconv._perimage).
+  bool kernel_stack = false;
 };
 
 const std::vector<MethodInfo>& registry();
@@ -162,6 +174,7 @@ struct MethodRow {
   std::string note;
   bool complex_native = false, takes_factors = false, translation_invariant = false;
   std::string exact_note;
+  bool kernel_stack = false;
 };
 MethodRow method_row(const MethodInfo& m);
 const MethodInfo& find_method(const std::string& name);  // ValueError listing the names

@@ -3,7 +3,8 @@
 // kernels of direct_avx2.cpp (TENSORCONV_FORCE_AVX2=1 picks those on AVX-512 CPUs too);
 // elsewhere (or with TENSORCONV_FORCE_PORTABLE=1) each thread keeps a block of output pixels in registers and streams
 // kernel taps over it, a contiguous multiply-add the compiler vectorizes for the baseline ISA.
-// fp16fp32 widens half storage to float once.
+// fp16fp32 widens half storage to float once. Per-image kernels (PlanRequest::kernel_count):
+// the plan keeps every kernel and a stack runs in one call, image b with kernel b % count.
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -75,7 +76,7 @@ void correlate_valid(const T* in, std::int64_t in_stride, T* out, std::int64_t o
 class DirectPlan final : public Plan {
  public:
   explicit DirectPlan(const PlanRequest& r) : Plan(r) {
-    const std::size_t n = static_cast<std::size_t>(r.kh * r.kw);
+    const std::size_t n = static_cast<std::size_t>(r.kernel_count * r.kh * r.kw);
     if (r.precision == Precision::fp64) {
       k64_.assign(r.kernel, r.kernel + n);
     } else {
@@ -96,13 +97,31 @@ class DirectPlan final : public Plan {
 
  protected:
   void run(const Tensor2D& in, const Tensor2D& out, std::uintptr_t) override {
+    run_one(in, out, 0);
+  }
+
+  // A stack: image b with kernel b % kernels_ (one kernel: the same for every image).
+  void run_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Tensor2D& out,
+                 std::int64_t out_batch_stride, std::int64_t batch, std::uintptr_t) override {
+    const std::size_t ies = dtype_size(in.dtype), oes = dtype_size(out.dtype);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      Tensor2D i = in, o = out;
+      i.data = static_cast<char*>(in.data) + b * in_batch_stride * ies;
+      o.data = static_cast<char*>(out.data) + b * out_batch_stride * oes;
+      run_one(i, o, b % kernels_);
+    }
+  }
+
+ private:
+  void run_one(const Tensor2D& in, const Tensor2D& out, std::int64_t kernel) {
     if (in.on_device) throw ValueError("method 'direct' runs on the CPU; pass host (NumPy) arrays");
+    const std::int64_t ko = kernel * kh_ * kw_;
     if (precision_ == Precision::fp64) {
       correlate_valid(in.ptr<double>(), in.row_stride, out.ptr<double>(), out.row_stride,
-                      out.rows, out.cols, k64_.data(), kh_, kw_);
+                      out.rows, out.cols, k64_.data() + ko, kh_, kw_);
     } else if (precision_ == Precision::fp32) {
       correlate_valid(in.ptr<float>(), in.row_stride, out.ptr<float>(), out.row_stride, out.rows,
-                      out.cols, k32_.data(), kh_, kw_);
+                      out.cols, k32_.data() + ko, kh_, kw_);
     } else {
       std::vector<float> a(static_cast<std::size_t>(in.rows * in.cols));
       std::vector<float> b(static_cast<std::size_t>(out.rows * out.cols));
@@ -110,8 +129,8 @@ class DirectPlan final : public Plan {
       for (std::int64_t i = 0; i < in.rows; ++i)
         for (std::int64_t j = 0; j < in.cols; ++j)
           a[i * in.cols + j] = half_to_float(h[i * in.row_stride + j]);
-      correlate_valid(a.data(), in.cols, b.data(), out.cols, out.rows, out.cols, k32_.data(), kh_,
-                      kw_);
+      correlate_valid(a.data(), in.cols, b.data(), out.cols, out.rows, out.cols,
+                      k32_.data() + ko, kh_, kw_);
       auto* o = out.ptr<std::uint16_t>();
       for (std::int64_t i = 0; i < out.rows; ++i)
         for (std::int64_t j = 0; j < out.cols; ++j)
@@ -119,7 +138,6 @@ class DirectPlan final : public Plan {
     }
   }
 
- private:
   std::vector<double> k64_;
   std::vector<float> k32_;
 };

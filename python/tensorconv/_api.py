@@ -679,7 +679,9 @@ def plan(kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0, meth
     Parameters
     ----------
     kernel : array_like
-        The 2-D kernel: NumPy, CuPy or PyTorch (CUDA).
+        The 2-D kernel: NumPy, CuPy or PyTorch (CUDA). A 3-D (K, kh, kw) kernel is a stack of
+        per-image kernels: the plan (a ``PerImagePlan``) takes (K, H, W) stacks, image i with
+        kernel i, or (N, K, H, W) stacks, channel c with kernel c.
     image_shape : tuple of int
         (H, W) of the images the plan will take.
     mode : {'full', 'valid', 'same'}, optional
@@ -736,6 +738,12 @@ def plan(kernel, image_shape, *, mode="full", boundary="fill", fillvalue=0, meth
            [13., 15., 17.],
            [21., 23., 25.]])
     """
+    if np.ndim(kernel) == 3:
+        from ._perimage import PerImagePlan
+
+        return PerImagePlan(kernel, image_shape, mode=mode, boundary=boundary,
+                            fillvalue=fillvalue, method=method, precision=precision,
+                            convolve=convolve, device=device, options=options)
     return Plan(kernel, image_shape, mode=mode, boundary=boundary, fillvalue=fillvalue,
                 method=method, precision=precision, convolve=convolve, device=device,
                 options=options)
@@ -895,6 +903,13 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
     in1, in2 = b1.asarray(in1), b2.asarray(in2)
     if not isinstance(batch, (bool, np.bool_)):
         raise TypeError(f"batch must be True or False, got {batch!r}")
+    if batch and np.ndim(in2) == 3:  # a stack of per-image kernels (_perimage.py's rule)
+        from . import _perimage
+
+        return _perimage.run(in1, in2, mode, boundary, fillvalue, method, precision, convolve,
+                             dtype, options)
+    b1, b2 = backend_of(in1), backend_of(in2)
+    in1, in2 = b1.asarray(in1), b2.asarray(in2)
     _check_array(in1, b1, "in1", (3,) if batch else (2,))
     _check_array(in2, b2, "in2")
     _check_mode(mode)
@@ -1122,7 +1137,10 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="
         Plan options of the named method (`plan_options`); not with ``method='auto'``.
     batch : bool, optional
         True: `in1` is a (B, H, W) stack (B >= 1) and every image is processed with the one
-        kernel in one call; the result is (B, ...). Default: scipy's 2-D behaviour.
+        kernel in one call; the result is (B, ...). Default: scipy's 2-D behaviour. With a 3-D
+        `in2` (K, kh, kw), per-image kernels: `in1` is (K, H, W) (image i with kernel i) or
+        (N, K, H, W) (every image of channel c with kernel c); another count along the kernel
+        axis is a ValueError. `methods_table` says which methods take the stack natively.
 
     Returns
     -------
@@ -1213,7 +1231,10 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="a
         Plan options of the named method (`plan_options`); not with ``method='auto'``.
     batch : bool, optional
         True: `in1` is a (B, H, W) stack (B >= 1) and every image is processed with the one
-        kernel in one call; the result is (B, ...). Default: scipy's 2-D behaviour.
+        kernel in one call; the result is (B, ...). Default: scipy's 2-D behaviour. With a 3-D
+        `in2` (K, kh, kw), per-image kernels: `in1` is (K, H, W) (image i with kernel i) or
+        (N, K, H, W) (every image of channel c with kernel c); another count along the kernel
+        axis is a ValueError. `methods_table` says which methods take the stack natively.
 
     Returns
     -------

@@ -64,6 +64,8 @@ class MethodInfo(NamedTuple):
     translation_invariant: bool = False
     # when the bits hold only under translations by multiples of a period (translation_period)
     exact_note: str = ""
+    # takes a stack of per-image kernels in one plan and one call (else one plan per kernel)
+    kernel_stack: bool = False
 
     def translation_period(self, precision: str, kh: int, kw: int,
                            complex_data: bool = False) -> tuple:
@@ -123,7 +125,8 @@ def methods_table() -> str:
     """`methods` as a Markdown table.
 
     Columns: method, device, precisions, how it takes complex data, whether tiles give the
-    one-call bits (tile-exact), and whether it is available here (or why not).
+    one-call bits (tile-exact), whether a stack of per-image kernels runs natively,
+    and whether it is available here (or why not).
 
     Returns
     -------
@@ -134,12 +137,12 @@ def methods_table() -> str:
     --------
     >>> import tensorconv as tc
     >>> print(tc.methods_table().splitlines()[0])
-    | method | device | precisions | complex | tile-exact | available |
+    | method | device | precisions | complex | tile-exact | per-image kernels | available |
     >>> "| direct | cpu |" in tc.methods_table()
     True
     """
-    lines = ["| method | device | precisions | complex | tile-exact | available |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| method | device | precisions | complex | tile-exact | per-image kernels | "
+             "available |", "|---|---|---|---|---|---|---|"]
     for m in methods():
         avail = "yes" if m.available else f"no: {m.reason}"
         if m.available and m.note:
@@ -149,5 +152,7 @@ def methods_table() -> str:
         exact = "yes" if m.translation_invariant else ("no" if m.entry == "correlate2d" else "-")
         if m.translation_invariant and m.exact_note:
             exact += f" ({m.exact_note})"
-        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {exact} | {avail} |")
+        per = ("native" if m.kernel_stack else "one plan per kernel") \
+            if m.entry == "correlate2d" else "-"
+        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {exact} | {per} | {avail} |")
     return "\n".join(lines)

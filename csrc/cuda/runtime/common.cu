@@ -127,6 +127,10 @@ void CudaPlan::run_batch(const Tensor2D& in, std::int64_t in_batch_stride, const
     run_device_batch(in, in_batch_stride, out, out_batch_stride, batch, stream);
     return;
   }
+  // the pipeline runs chunks of the stack, which would restart the kernels at each chunk
+  if (kernels_ > 1)
+    throw ValueError("per-image kernels on a CUDA method take device arrays (host stacks run "
+                     "one plan per kernel)");
   host_pipeline(whole(in, in_batch_stride), out, out_batch_stride, batch, stream);
 }
 

@@ -29,6 +29,13 @@
 // image that is already the transform's input holds one), which the same pass recomputes.
 // Finite images pay three near-empty launches. Complex data (FftComplexPlan) still spreads
 // NaN/inf over the image.
+//
+// Per-image kernels (PlanRequest::kernel_count = K > 1; real fp16fp32 / fp32 / fp64 device
+// stacks, whole-image transforms): the K kernels are transformed at plan time by one batched
+// R2C into K conjugated, scaled spectra; a stack then runs in groups of G images (as many as
+// kFftBatchBytes of buffers hold): one batched pad, one batched R2C, one pointwise product in
+// which image b takes spectrum b % K, one batched C2R and one batched crop per group. This path
+// has no non-finite repair: a NaN/inf pixel spreads over its image's output.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -220,6 +227,56 @@ __global__ void finish_spectrum_kernel(const Src* __restrict__ f, Cplx* __restri
   }
 }
 
+// ---- per-image kernels: stacks, blockIdx.z = image of the group ----
+// Image z of the group (in + z * in_bstride) into transform slab z, zero beyond the image.
+template <Precision P>
+__global__ void pad_stack_kernel(const typename Prec<P>::Store* __restrict__ in,
+                                 std::int64_t in_bstride, std::int64_t stride, int ih, int iw,
+                                 typename Fft<P>::Real* __restrict__ buf, int n, int m) {
+  const typename Prec<P>::Store* src = in + static_cast<std::int64_t>(blockIdx.z) * in_bstride;
+  typename Fft<P>::Real* dst = buf + static_cast<std::int64_t>(blockIdx.z) * n * m;
+  for (int y = blockIdx.y; y < n; y += gridDim.y)
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < m; x += gridDim.x * blockDim.x) {
+      typename Fft<P>::Real v = 0;
+      if (y < ih && x < iw) v = static_cast<typename Fft<P>::Real>(src[y * stride + x]);
+      dst[static_cast<std::int64_t>(y) * m + x] = v;
+    }
+}
+
+// Slab y of the group (image b0 + y of the stack) times spectrum (b0 + y) % kernels.
+template <class Cplx>
+__global__ void multiply_stack_kernel(Cplx* __restrict__ x, const Cplx* __restrict__ k,
+                                      std::int64_t nk, std::int64_t b0, std::int64_t kernels) {
+  Cplx* xs = x + static_cast<std::int64_t>(blockIdx.y) * nk;
+  const Cplx* ks = k + ((b0 + blockIdx.y) % kernels) * nk;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < nk;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    xs[i] = cmul(xs[i], ks[i]);
+}
+
+template <Precision P>
+__global__ void crop_stack_kernel(const typename Fft<P>::Real* __restrict__ buf, int n, int m,
+                                  typename Prec<P>::Store* __restrict__ out,
+                                  std::int64_t out_bstride, std::int64_t stride, int oh, int ow) {
+  const typename Fft<P>::Real* src = buf + static_cast<std::int64_t>(blockIdx.z) * n * m;
+  typename Prec<P>::Store* dst = out + static_cast<std::int64_t>(blockIdx.z) * out_bstride;
+  for (int y = blockIdx.y; y < oh; y += gridDim.y)
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < ow; x += gridDim.x * blockDim.x)
+      dst[y * stride + x] = static_cast<typename Prec<P>::Store>(
+          src[static_cast<std::int64_t>(y) * m + x]);
+}
+
+// Kernel z of the packed stack (kh x kw each) at the origin of zeroed slab z (n x m).
+template <class KReal>
+__global__ void place_kernels_kernel(const KReal* __restrict__ packed, int kh, int kw,
+                                     KReal* __restrict__ slabs, int n, int m,
+                                     std::int64_t kernels) {
+  for (std::int64_t z = blockIdx.z; z < kernels; z += gridDim.z)
+    for (int y = blockIdx.y; y < kh; y += gridDim.y)
+      for (int x = threadIdx.x; x < kw; x += blockDim.x)
+        slabs[z * n * m + static_cast<std::int64_t>(y) * m + x] = packed[(z * kh + y) * kw + x];
+}
+
 // Whole-image transforms up to this much device memory (8192^2 fp32 takes tiles), tiles of
 // kTile^2, kFftBatchBytes of tile buffers per batch.
 constexpr std::size_t kFftCapBytes = std::size_t(1) << 30;
@@ -249,6 +306,17 @@ class FftPlan final : public CudaPlan {
       throw ValueError("image too large for the fft method");
     // Whole-image buffers + cuFFT's work area (about one spectrum) against the cap: else tiles.
     const double whole = double(n_) * m_ * sizeof(Real) + 3.0 * double(n_) * mc_ * sizeof(Cplx);
+    if (kernels_ > 1) {  // per-image kernels: buffers and transforms per group (run_device_batch)
+      if (F::scaled)
+        throw ValueError("per-image kernels on fft take fp16fp32, fp32 or fp64 (fp16's scaled "
+                         "half transforms take one kernel)");
+      if (whole > double(kFftCapBytes))
+        throw ValueError("per-image kernels on fft take images whose transform fits " +
+                         std::to_string(kFftCapBytes >> 20) + " MB (no overlap-save tiles)");
+      kspec_.reset(kernels_ * n_ * mc_ * sizeof(Cplx));
+      kernel_spectrum(r);
+      return;
+    }
     if (whole > double(kFftCapBytes)) plan_tiles(r, pow2);
     // Our buffers first: an impossible size fails here as MemoryError naming the bytes.
     real_.reset(batch_ * n_ * m_ * sizeof(Real));
@@ -268,6 +336,49 @@ class FftPlan final : public CudaPlan {
   }
 
  protected:
+  void run_device_batch(const Tensor2D& in, std::int64_t in_batch_stride, const Tensor2D& out,
+                        std::int64_t out_batch_stride, std::int64_t batch,
+                        cudaStream_t stream) override {
+    if (kernels_ == 1) {  // one kernel: image after image (tiles and repair included)
+      CudaPlan::run_device_batch(in, in_batch_stride, out, out_batch_stride, batch, stream);
+      return;
+    }
+    const std::int64_t per = n_ * m_ * sizeof(Real) + n_ * mc_ * sizeof(Cplx);
+    const std::int64_t g = std::min<std::int64_t>(
+        batch, std::max<std::int64_t>(1, std::min<std::int64_t>(kFftBatchBytes / per, 65535)));
+    make_group(g);
+    const int n = static_cast<int>(n_), m = static_cast<int>(m_);
+    const int ih = static_cast<int>(in.rows), iw = static_cast<int>(in.cols);
+    const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
+    const std::size_t es = dtype_size(in.dtype);
+    TC_CUFFT_CHECK(cufftSetStream(gfwd_->get(), stream));
+    TC_CUFFT_CHECK(cufftSetStream(ginv_->get(), stream));
+    for (std::int64_t b0 = 0; b0 < batch; b0 += g) {
+      const unsigned gb = static_cast<unsigned>(std::min(g, batch - b0));
+      dim3 gp = grid2d(m, std::min(n, 256));
+      gp.z = gb;
+      pad_stack_kernel<P><<<gp, 256, 0, stream>>>(
+          reinterpret_cast<const Store*>(static_cast<const char*>(in.data) +
+                                         b0 * in_batch_stride * es),
+          in_batch_stride, in.row_stride, ih, iw, real_.get<Real>(), n, m);
+      TC_CUDA_LAUNCH_CHECK();
+      // the group's plan transforms all g slabs; past gb they hold no image of this call
+      TC_CUFFT_CHECK(cufftXtExec(gfwd_->get(), real_.get(), spec_.get(), CUFFT_FORWARD));
+      const dim3 gm(std::max(1, std::min(ceil_div(n_ * mc_, 256), 1024)), gb);
+      multiply_stack_kernel<Cplx><<<gm, 256, 0, stream>>>(spec_.get<Cplx>(), kspec_.get<Cplx>(),
+                                                          n_ * mc_, b0, kernels_);
+      TC_CUDA_LAUNCH_CHECK();
+      TC_CUFFT_CHECK(cufftXtExec(ginv_->get(), spec_.get(), real_.get(), CUFFT_INVERSE));
+      dim3 gc = grid2d(ow, std::min(oh, 256));
+      gc.z = gb;
+      crop_stack_kernel<P><<<gc, 256, 0, stream>>>(
+          real_.get<Real>(), n, m,
+          reinterpret_cast<Store*>(static_cast<char*>(out.data) + b0 * out_batch_stride * es),
+          out_batch_stride, out.row_stride, oh, ow);
+      TC_CUDA_LAUNCH_CHECK();
+    }
+  }
+
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
     const int ih = static_cast<int>(in.rows), iw = static_cast<int>(in.cols);
     const int n = static_cast<int>(n_), m = static_cast<int>(m_);
@@ -364,9 +475,34 @@ class FftPlan final : public CudaPlan {
     }
   }
 
+  // Per-image kernels: buffers and batched transforms for groups of g images (remade when a
+  // call's group size differs from the last one's).
+  void make_group(std::int64_t g) {
+    if (g == group_) return;
+    gfwd_.reset();
+    ginv_.reset();
+    group_ = 0;
+    real_.reset(g * n_ * m_ * sizeof(Real));
+    spec_.reset(g * n_ * mc_ * sizeof(Cplx));
+    auto f = std::make_unique<CufftPlan>(), i = std::make_unique<CufftPlan>();
+    const std::size_t ws_f = f->make(n_, m_, F::rtype, F::ctype, F::ctype, true, g);
+    const std::size_t ws_i = i->make(n_, m_, F::ctype, F::rtype, F::ctype, true, g);
+    work_.reset(std::max(ws_f, ws_i));
+    TC_CUFFT_CHECK(cufftSetWorkArea(f->get(), work_.get()));
+    TC_CUFFT_CHECK(cufftSetWorkArea(i->get(), work_.get()));
+    gfwd_ = std::move(f);
+    ginv_ = std::move(i);
+    group_ = g;
+  }
+
   // conj(FFT(k)) / (N M) for fp32/fp64 (in that precision); for fp16 computed in fp32 and
-  // scaled by a power of two <= 1 / sum|k| so that it fits half.
+  // scaled by a power of two <= 1 / sum|k| so that it fits half. Per-image kernels: the K
+  // kernels' spectra one after another, by one batched transform.
   void kernel_spectrum(const PlanRequest& r) {
+    if (kernels_ > 1) {
+      kernel_spectra(r);
+      return;
+    }
     using KReal = std::conditional_t<P == Precision::fp64, double, float>;
     using KCplx = std::conditional_t<P == Precision::fp64, double2, float2>;
     std::vector<KReal> host(static_cast<std::size_t>(r.kh * r.kw));
@@ -399,7 +535,40 @@ class FftPlan final : public CudaPlan {
     TC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
 
+  void kernel_spectra(const PlanRequest& r) {
+    using KReal = std::conditional_t<P == Precision::fp64, double, float>;
+    using KCplx = std::conditional_t<P == Precision::fp64, double2, float2>;
+    const std::int64_t K = kernels_, nk = n_ * mc_;
+    std::vector<KReal> host(static_cast<std::size_t>(K * r.kh * r.kw));
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      double v = r.kernel[i];
+      if (P == Precision::fp16fp32)
+        v = static_cast<double>(__half2float(__double2half(v)));  // the operands are half
+      host[i] = static_cast<KReal>(v);
+    }
+    DeviceBuffer packed, kreal(K * n_ * m_ * sizeof(KReal)), kc(K * nk * sizeof(KCplx));
+    packed.upload(host.data(), host.size() * sizeof(KReal));
+    TC_CUDA_CHECK(cudaMemset(kreal.get(), 0, kreal.bytes()));
+    const dim3 gk(1, static_cast<unsigned>(std::min<std::int64_t>(r.kh, 1024)),
+                  static_cast<unsigned>(std::min<std::int64_t>(K, 65535)));
+    place_kernels_kernel<KReal><<<gk, 128>>>(packed.get<KReal>(), static_cast<int>(r.kh),
+                                             static_cast<int>(r.kw), kreal.get<KReal>(),
+                                             static_cast<int>(n_), static_cast<int>(m_), K);
+    TC_CUDA_LAUNCH_CHECK();
+    CufftPlan plan;
+    const cudaDataType rt = P == Precision::fp64 ? CUDA_R_64F : CUDA_R_32F;
+    const cudaDataType ct = P == Precision::fp64 ? CUDA_C_64F : CUDA_C_32F;
+    plan.make(n_, m_, rt, ct, ct, false, K);
+    TC_CUFFT_CHECK(cufftXtExec(plan.get(), kreal.get(), kc.get(), CUFFT_FORWARD));
+    finish_spectrum_kernel<KCplx, Cplx><<<grid1d(K * nk), 256>>>(
+        kc.get<KCplx>(), kspec_.get<Cplx>(), K * nk, 1.0 / (double(n_) * double(m_)));
+    TC_CUDA_LAUNCH_CHECK();
+    TC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  }
+
   std::int64_t n_ = 0, m_ = 0, mc_ = 0;
+  std::int64_t group_ = 0;  // per-image kernels: images per group of the batched transforms
+  std::unique_ptr<CufftPlan> gfwd_, ginv_;
   std::int64_t batch_ = 1;  // transforms per cuFFT call (tiles per batch; 1 for the whole image)
   TileGrid tg_{};           // tiles > 0: overlap-save
   float kscale_ = 1.f;
@@ -509,7 +678,7 @@ class FftComplexPlan final : public CudaPlan {
 
 std::unique_ptr<Plan> make_fft_plan(const PlanRequest& r) {
   cuda::check_int_extent(r);
-  if (cuda::fft_rows_applies(r)) return cuda::make_fft_rows_plan(r);
+  if (r.kernel_count == 1 && cuda::fft_rows_applies(r)) return cuda::make_fft_rows_plan(r);
   if (r.complex_data) {
     if (r.precision == Precision::fp32)
       return std::make_unique<cuda::FftComplexPlan<Precision::fp32>>(r);
