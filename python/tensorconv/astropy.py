@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import OrderedDict
-
 import numpy as np
 from astropy.convolution import convolve as _ap_convolve
 from astropy.convolution import convolve_fft as _ap_convolve_fft
@@ -45,8 +43,8 @@ from astropy.convolution.core import MAX_NORMALIZATION, Kernel
 from astropy.convolution.utils import KernelSizeError
 from astropy.utils.exceptions import AstropyUserWarning
 
-from . import _core
-from ._api import Plan
+from . import _core, _plan_cache
+from ._api import Plan, _data_device
 from ._arrays import backend_of
 
 __all__ = ["convolve", "convolve_fft", "KernelSizeError"]
@@ -141,7 +139,7 @@ class _Ops:
         if boundary == "wrap" and (t > H or bt > H or l > W or r > W):
             return self.b.pad(x, pads, boundary, fill)
         shape = (H + t + bt, W + l + r)
-        out = entry[1].pop(("pad", x.dtype.str), None)
+        out = entry.extra.pop(("pad", x.dtype.str), None)
         if out is None or out.shape != shape:
             out = np.empty(shape, x.dtype)
         out[t:t + H, l:l + W] = x
@@ -165,27 +163,52 @@ class _Ops:
     def release(self, entry, P):
         """Give a padded buffer back to the plan's cache (CPU)."""
         if not self.b.on_device and entry is not None:
-            entry[1][("pad", P.dtype.str)] = P
+            entry.extra[("pad", P.dtype.str)] = P
 
 
 # ---- plans -----------------------------------------------------------------------------------
 
-_PLANS: OrderedDict = OrderedDict()
-_MAX_PLANS = 16
+class _Entry:
+    """A cached set-up (in tensorconv._plan_cache): the 'valid' Plan over the padded image and
+    what calls keep with it (a CPU pad buffer per dtype; the kernel on the data's device). The
+    cache reads the plan's attributes (_device: pool and checkout; workspace_bytes) through it."""
+
+    __slots__ = ("plan", "extra", "_device")
+
+    def __init__(self, plan):
+        self.plan, self.extra, self._device = plan, {}, plan._device
+
+    def __getattr__(self, name):
+        return getattr(self.plan, name)
+
+    @property
+    def workspace_bytes(self) -> int:
+        return int(self.plan.workspace_bytes) + sum(
+            int(getattr(v, "nbytes", 0) or 0) for v in list(self.extra.values()))
 
 
-def _plan(kf: np.ndarray, padded_shape, method, precision, device):
-    key = (kf.tobytes(), kf.shape, tuple(padded_shape), method, precision, device)
-    hit = _PLANS.get(key)
-    if hit is not None:
-        _PLANS.move_to_end(key)
-        return hit
-    entry = [Plan(kf, padded_shape, mode="valid", method=method, precision=precision,
-                  device=device), {}]
-    _PLANS[key] = entry
-    if len(_PLANS) > _MAX_PLANS:
-        _PLANS.popitem(last=False)
-    return entry
+def _plan_key(kf: np.ndarray, padded_shape, method, precision, b, like):
+    """The plan cache's key of a set-up: the kernel's content, the padded shape, method and
+    precision, the data's CUDA device and stream (None, None on the host); None: not cached."""
+    c = _plan_cache.content(kf)
+    if c is None:
+        return None
+    dev, stream = (_data_device(b, like), b.stream(like)) if b.on_device else (None, None)
+    return (dev, stream, "astropy", c, kf.dtype.str, kf.shape, tuple(padded_shape), method,
+            precision)
+
+
+def _run_plan(key, kf, padded_shape, method, precision, b, body, pre):
+    """body(entry) with the cached set-up of `key` (or a new one), through the plan cache: a
+    CUDA one checked out for the call, the out-of-memory retry. `pre`: a CPU entry acquired
+    already (its pad buffer staged the image), or None."""
+    def build():
+        return _Entry(Plan(kf, padded_shape, mode="valid", method=method, precision=precision,
+                           device="cuda" if b.on_device else None))
+
+    if b.on_device:
+        return _plan_cache.run(key, build, body, False)
+    return _plan_cache.run(key, build, body, True, plan=pre)
 
 
 def _kernel_on(entry, ops, kf, like):
@@ -193,10 +216,10 @@ def _kernel_on(entry, ops, kf, like):
     if not ops.b.on_device:
         return kf
     dev = str(getattr(like, "device", ""))
-    k = entry[1].get((ops.b.name, dev))
+    k = entry.extra.get((ops.b.name, dev))
     if k is None:
         k = ops.from_host(kf, like)
-        entry[1][(ops.b.name, dev)] = k
+        entry.extra[(ops.b.name, dev)] = k
     return k
 
 
@@ -497,13 +520,13 @@ def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="inte
             ops.fill_where(x, initially_nan, fill_value)
     kernel_sum = float(k.sum())
     kf = np.ascontiguousarray(k[::-1, ::-1])  # astropy convolves: correlate with the flip
-    device = "cuda" if b.on_device else None
     pshape = (H, W) if boundary is None else (H + kh - 1, W + kw - 1)
-    entry = _plan(kf, pshape, method, prec, device)
+    key = _plan_key(kf, pshape, method, prec, b, x)
+    pre = None if b.on_device else _plan_cache.acquire(key)  # CPU: shared; its pad buffer
     if boundary is None:
         P = x
     else:
-        P = ops.pad(x, _pads(kh, kw), _PAD[boundary], fill_value, entry)
+        P = ops.pad(x, _pads(kh, kw), _PAD[boundary], fill_value, pre)
         own = own or P is not x
     marked = None
     if nan_treatment == "interpolate":
@@ -527,18 +550,23 @@ def convolve(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="inte
         nan_interpolate = False
     if normalize_kernel or nan_interpolate:
         _check_normalizable(kernel_sum, normalization_zero_tol, nan_interpolate)
-    top = entry[0](P)
-    nans = -1
     padded = P is not x
-    if marked is not None:
-        res, nans = _finish_interp(ops, entry, kf, P, marked, top, 0,
-                                   1.0 if normalize_kernel else kernel_sum)
-    else:
-        res = top
-        if normalize_kernel:
-            res /= kernel_sum
-    if padded:
-        ops.release(entry, P)
+
+    def body(entry):
+        top = entry.plan(P)
+        nans = -1
+        if marked is not None:
+            res, nans = _finish_interp(ops, entry, kf, P, marked, top, 0,
+                                       1.0 if normalize_kernel else kernel_sum)
+        else:
+            res = top
+            if normalize_kernel:
+                res /= kernel_sum
+        if padded:
+            ops.release(entry, P)
+        return res, nans
+
+    res, nans = _run_plan(key, kf, pshape, method, prec, b, body, pre)
     if boundary is None:  # astropy leaves the outputs whose window leaves the array at zero
         full = ops.zeros((H, W), storage, res)
         full[kh // 2:kh // 2 + res.shape[0], kw // 2:kw // 2 + res.shape[1]] = res
@@ -737,25 +765,31 @@ def convolve_fft(array, kernel, boundary="fill", fill_value=0.0, nan_treatment="
     # zero (fill treatment), as astropy's padded arrays hold it
     pad_value = fill_value if finite_fill else (float("nan") if interpolate else 0.0)
     kf = np.ascontiguousarray(k[::-1, ::-1])
-    device = "cuda" if b.on_device else None
-    entry = _plan(kf, (H + kh - 1, W + kw - 1), method, prec, device)
-    P = ops.pad(x, _pads(kh, kw), _PAD[boundary], pad_value, entry)
+    pshape = (H + kh - 1, W + kw - 1)
+    key = _plan_key(kf, pshape, method, prec, b, x)
+    pre = None if b.on_device else _plan_cache.acquire(key)  # CPU: shared; its pad buffer
+    P = ops.pad(x, _pads(kh, kw), _PAD[boundary], pad_value, pre)
     if P is x and not own:
         P = ops.copy(P)
-    if interpolate:
-        marked = _mark(ops, P, True)
-        top = entry[0](P)
-        floor, floor_value = ((float(min_wt), float("nan")) if min_wt > 0.0
-                              else (_FFT_ZERO_WT, 0.0))
-        res = _finish_interp(ops, entry, kf, P, marked, top, 1, kernel_scale, wnorm, floor,
-                             floor_value)[0]
-    else:
-        res = entry[0](P)
-        factor = kernel_scale / wnorm
-        if factor != 1.0:
-            res *= factor
-    if P is not x:
-        ops.release(entry, P)
+    marked = _mark(ops, P, True) if interpolate else None
+
+    def body(entry):
+        if interpolate:
+            top = entry.plan(P)
+            floor, floor_value = ((float(min_wt), float("nan")) if min_wt > 0.0
+                                  else (_FFT_ZERO_WT, 0.0))
+            res = _finish_interp(ops, entry, kf, P, marked, top, 1, kernel_scale, wnorm, floor,
+                                 floor_value)[0]
+        else:
+            res = entry.plan(P)
+            factor = kernel_scale / wnorm
+            if factor != 1.0:
+                res *= factor
+        if P is not x:
+            ops.release(entry, P)
+        return res
+
+    res = _run_plan(key, kf, pshape, method, prec, b, body, pre)
     return _finalize(ops, res, invalid if preserve_nan else None, arr, True, prec, unit)
 
 

@@ -1,7 +1,7 @@
 // cuFFT helpers shared by the fft method's two forms (fft.cu: 2-D transform pair, fft_rows.cu:
 // row transforms around a direct product down the columns): error checks that name the cuFFT
 // result, per-precision transform types, a plan whose work area the method owns (reported by
-// workspace_bytes), and cuFFT's fast sizes.
+// workspace_bytes), the process-wide shared plans (SharedCufft, below), and cuFFT's fast sizes.
 #pragma once
 #include <cufft.h>
 #include <cufftXt.h>
@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "cuda/runtime/common.cuh"
@@ -105,6 +106,84 @@ class CufftPlan {
 
  private:
   cufftHandle h_ = 0;
+};
+
+// ---- shared cuFFT plans ----------------------------------------------------------------------
+// One transform as cufftXtMakePlanMany takes it: rank 2 (n0 x n1, dense) or rank 1 (length n1,
+// rows idist / odist elements apart), data types, batch.
+struct CufftSpec {
+  int rank = 0;  // 0: none (a group of one handle)
+  long long n0 = 0, n1 = 0, idist = 0, odist = 0, batch = 1;
+  cudaDataType in = CUDA_R_32F, out = CUDA_C_32F, exec = CUDA_C_32F;
+  bool operator<(const CufftSpec& o) const;
+  bool operator==(const CufftSpec& o) const { return !(*this < o) && !(o < *this); }
+};
+inline CufftSpec spec2d(long long n0, long long n1, cudaDataType in, cudaDataType out,
+                        cudaDataType exec, long long batch = 1) {
+  CufftSpec s;
+  s.rank = 2, s.n0 = n0, s.n1 = n1, s.batch = batch, s.in = in, s.out = out, s.exec = exec;
+  return s;
+}
+inline CufftSpec spec_rows(long long n, long long idist, long long odist, cudaDataType in,
+                           cudaDataType out, cudaDataType exec, long long batch) {
+  CufftSpec s;
+  s.rank = 1, s.n1 = n, s.idist = idist, s.odist = odist, s.batch = batch;
+  s.in = in, s.out = out, s.exec = exec;
+  return s;
+}
+
+// A group of one or two cuFFT plans (a forward and an inverse transform that run in turn) and
+// the one work area they share, kept process-wide per (device, specs) and reference counted:
+// every tensorconv plan of the same transform shapes, types and batch on a device holds the same
+// group (SharedCufft::get), so a new kernel on a seen shape plans nothing and allocates no work
+// area; the group is destroyed with the last plan holding it (the registry keeps weak
+// references). Each tensorconv plan keeps its own data buffers (images, spectra).
+//
+// The rule for the shared work area: it is only touched inside a Use, which (1) holds the
+// group's mutex while the caller enqueues its transforms (host side: microseconds, no host
+// synchronisation), (2) sets every handle's stream to the caller's, (3) makes that stream wait
+// for the event recorded at the end of the previous Use when that was on another stream, and
+// (4) records the event on the caller's stream when it ends. So uses of one work area are
+// ordered on the GPU (in the order their Uses were taken) even from different streams and
+// threads: a use on stream B never overlaps one on stream A. The price: two streams running the
+// same transform shape serialise their transforms (not their other kernels).
+class SharedCufft {
+ public:
+  static std::shared_ptr<SharedCufft> get(int device, const CufftSpec& a,
+                                          const CufftSpec& b = CufftSpec{});
+  ~SharedCufft();
+  SharedCufft(const SharedCufft&) = delete;
+  SharedCufft& operator=(const SharedCufft&) = delete;
+
+  class Use {
+   public:
+    Use(SharedCufft& g, cudaStream_t stream);
+    ~Use();
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+    cufftHandle first() const { return g_.a_; }
+    cufftHandle second() const { return g_.b_ ? g_.b_ : g_.a_; }
+
+   private:
+    SharedCufft& g_;
+    std::unique_lock<std::mutex> lock_;
+    cudaStream_t stream_;
+  };
+
+  std::size_t work_bytes() const { return work_.bytes(); }
+  // Groups alive now, and how many times get() made a new one (tests, the docs' breakdown).
+  static std::size_t live();
+  static std::size_t created();
+
+  SharedCufft(int device, const CufftSpec& a, const CufftSpec& b);  // (get's; made under its lock)
+
+ private:
+  cufftHandle a_ = 0, b_ = 0;
+  DeviceBuffer work_;
+  std::mutex mu_;
+  cudaEvent_t done_ = nullptr;
+  cudaStream_t last_ = nullptr;
+  bool used_ = false;
 };
 
 inline std::int64_t next_fast_size(std::int64_t n, bool pow2) {

@@ -258,7 +258,7 @@ def gaussian_rows(sweep, size, rs, cv2_rs):
         import tensorconv as tc
         from tensorconv import filters
         from tensorconv.filters.gaussian import _FUSED_FP32_MAX_TAPS
-        from tensorconv.filters.gaussian import _cache as gaussian_cache
+        from tensorconv.filters.gaussian import method_of as gaussian_method
         from tensorconv.filters.gaussian import gaussian_kernel1d
 
         torch.backends.cudnn.allow_tf32 = False
@@ -286,10 +286,10 @@ def gaussian_rows(sweep, size, rs, cv2_rs):
             ms = event_median(ours, 2)
             # 'auto' on a CUDA array in fp32: the fused separable_boundary launch up to
             # _FUSED_FP32_MAX_TAPS taps per axis (and where the kernel fits), else the
-            # `separable` plan on strips (its label: the method of the plan it cached)
+            # `separable` plan on strips (its label: the method its set-up runs)
             method = ("separable_boundary" if k <= _FUSED_FP32_MAX_TAPS
                       and tc._core.separable_boundary_supported(size, size, k, k, "float32")
-                      else next(reversed(gaussian_cache.values())).method)
+                      else gaussian_method(xs[0], sigma, radius=r))
             ours(0)
             _emit(sweep, {"impl": "filters.gaussian", "method": method, **base,
                           "timing": "kernel", "median_ms": round(ms, 5), "runs": 20,

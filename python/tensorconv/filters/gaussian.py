@@ -17,19 +17,26 @@ Registry methods: padding on the array's own device, but the image is not padded
 edge) is one valid correlation of the image itself, written straight into the output, and the
 four border strips are small padded correlations of their own, whose inputs one gather (take)
 fills, back to back in one buffer, on the array's device. (Host images on a GPU method are padded
-whole and staged once.) Plans (kernel preparation, the separable factorization), gather indices
-and kernels are cached per parameters.
+whole and staged once.)
+
+Caching. Set-ups (the fused filter's weights; a registry method's core plans, gather indices
+and cval terms) live in the one plan cache (tensorconv._plan_cache): per device pools under its
+byte budget, CUDA set-ups checked out for the length of a call (two threads get two), the
+out-of-memory retry. Keys: a repeated call with hashable arguments is keyed by the arguments
+themselves (they determine the kernel), so a hit skips the kernel's construction and the
+checks; other calls by the kernel's content (the 1-D weights' bytes). Both keys carry the
+data's CUDA device id and stream (None for host data).
 """
 
 from __future__ import annotations
 
 import functools
-from collections import OrderedDict
 
 import numpy as np
 
-from .. import _core
+from .. import _core, _plan_cache
 from .._api import _STORAGE, choose_method, make_core_plan
+from .._api import _data_device
 from .._arrays import backend_of
 from ._common import (SplitRun, can_split, check_cval, check_image, check_mode, check_positive,
                       check_precision, check_radius, image_precision, per_axis, to_device)
@@ -51,10 +58,6 @@ _FUSED_FP32_MAX_TAPS = 23
 _SEPARABLE_DMMA_MAX_TAPS = 64
 # _common.MODES' names -> the kernel's mode numbers (csrc/cuda/methods/filters/separable_boundary.hpp).
 _KMODE = {"symm": 0, "fill": 1, "edge": 2, "reflect": 3, "wrap": 4}
-
-_CACHE_SIZE = 32
-_cache: OrderedDict = OrderedDict()
-
 
 def gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
     """The 1-D Gaussian of scipy.ndimage (order-th derivative for order > 0) at x = -radius ..
@@ -154,6 +157,8 @@ class _Runner:
         self.numpy_passes = method == "numpy_separable"
         self.split = split
         self._idx = {}
+        # where its core plans live (the plan cache's pool and checkout follow it)
+        self._device = "cuda" if _method_device(method) == "cuda" else "cpu"
         if self.numpy_passes:
             return
         if split:
@@ -163,6 +168,27 @@ class _Runner:
         else:
             self.full = make_core_plan(method, self.K, h + 2 * self.rh, w + 2 * self.rw,
                                        precision)
+
+    def _plans(self):
+        if self.numpy_passes:
+            return []
+        if not self.split:
+            return [self.full]
+        return [self.split_run.main] + [st[-1] for st in self.split_run.strips]
+
+    @property
+    def workspace_bytes(self) -> int:
+        """The bytes it holds: its core plans' workspaces, the kernel, the strips' gather
+        indices (on the device they serve) and the cval terms."""
+        n = self.K.nbytes + sum(int(p.workspace_bytes) for p in self._plans())
+        if self.split:
+            n += self.split_run._flat.nbytes * (1 + len(self.split_run._dev))
+        n += sum(self._cval_nbytes(k) for k in self._idx)
+        return n
+
+    def _cval_nbytes(self, key) -> int:
+        _, _, _, i0, i1, j0, j1 = key
+        return (i1 - i0) * (j1 - j0) * np.dtype(self.storage).itemsize
 
     def _cval_term(self, i0, i1, j0, j1) -> np.ndarray:
         """What mode='constant' adds to the zero-padded correlation over [i0, i1) x [j0, j1).
@@ -280,12 +306,13 @@ def _fused_or_none(w0, w1, shape, modes, cval, method, precision, on_device):
     return None
 
 
+def _method_device(method):
+    m = {r.name: r for r in _methods()}.get(method)
+    return m.device if m is not None else "cpu"
+
+
 def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
-    key = (w0.tobytes(), w1.tobytes(), shape, boundary, cval, method, precision, on_device)
-    r = _cache.get(key)
-    if r is not None:
-        _cache.move_to_end(key)
-        return r
+    """A new set-up of a registry method (or the NumPy passes) for these weights and image."""
     kh, kw = len(w0), len(w1)
     rows = {m.name: m for m in _methods()}
     if method == "auto":
@@ -316,11 +343,7 @@ def _runner(w0, w1, shape, boundary, cval, method, precision, on_device):
     cpu_method = method != "numpy_separable" and rows.get(method) is not None and \
         rows[method].device == "cpu"
     split = (on_device or cpu_method) and can_split(shape, kh // 2, kw // 2)
-    r = _Runner(w0, w1, shape, boundary, cval, method, precision, on_device, split)
-    _cache[key] = r
-    if len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
-    return r
+    return _Runner(w0, w1, shape, boundary, cval, method, precision, on_device, split)
 
 
 def _methods():
@@ -332,9 +355,6 @@ def _methods():
 def _fused_precisions() -> tuple:
     """The precisions of the fused filter's registry row (entry filters.gaussian)."""
     return next(m.precisions for m in _methods() if m.name == FUSED)
-
-
-_FAST: dict = {}
 
 
 def gaussian(image, sigma, *, order=0, mode="reflect", cval=0.0, truncate=4.0, radius=None,
@@ -403,30 +423,56 @@ def gaussian(image, sigma, *, order=0, mode="reflect", cval=0.0, truncate=4.0, r
     b = backend_of(image)
     image = b.asarray(image)
     check_image(image, b)
-    # Repeated calls with the same arguments on device arrays: straight to the cached launch.
+    where = (_data_device(b, image), b.stream(image)) if b.on_device else (None, None)
+    args = (sigma, order, mode, cval, truncate, radius, method, precision)
+    # Repeated calls with the same (hashable) arguments: straight to the cached set-up.
     try:
-        key = (b.name, b.dtype_str(image), tuple(image.shape), method, precision,
-               type(sigma), sigma, type(order), order, mode, type(cval), cval,
+        key = (where[0], where[1], "gaussian", b.name, b.dtype_str(image), tuple(image.shape),
+               method, precision, type(sigma), sigma, type(order), order, mode, type(cval), cval,
                type(truncate), truncate, type(radius), radius)
-        fast = _FAST.get(key)
+        hash(key)
     except TypeError:  # unhashable arguments (lists, arrays)
-        key, fast = None, None
-    if fast is not None:
-        return fast(b, image)
+        key = None
+    p = _plan_cache.acquire(key)
+    if p is None:
+        ckey, build = _prepare(b, image, *args)
+        if key is None:  # keyed by the kernel's content
+            key = where + ckey
+            p = _plan_cache.acquire(key)
+    else:
+        def build():  # (the out-of-memory retry: the same set-up, built again)
+            return _prepare(b, image, *args)[1]()
+    return _plan_cache.run(key, build, lambda r: r(b, image), not b.on_device, plan=p)
+
+
+def _prepare(b, image, sigma, order, mode, cval, truncate, radius, method, precision):
+    """The checked arguments' content key (less device and stream) and the set-up's builder."""
     modes = _check_modes(mode)
     cv = check_cval(cval)
     w0, w1 = _kernel(sigma, order, truncate, radius)
     precision = check_precision(precision) or image_precision(b.dtype_str(image))
     shape = tuple(int(s) for s in image.shape)
-    fused = _fused_or_none(w0, w1, shape, modes, cv, method, precision, b.on_device)
-    if fused is not None:
-        if key is not None:
-            if len(_FAST) >= 64:
-                _FAST.clear()
-            _FAST[key] = fused
-        return fused(b, image)
-    if modes[0] != modes[1]:
-        raise ValueError(f"per-axis modes {mode!r} need the fused GPU path (method 'auto' or "
-                         f"{FUSED!r} on a CUDA array, fp32/fp64); pass one mode")
-    r = _runner(w0, w1, shape, modes[0], cv, method, precision, b.on_device)
-    return r(b, image)
+    ckey = ("gaussian", w0.tobytes(), w1.tobytes(), b.name, b.dtype_str(image), shape, modes,
+            repr(cv), method, precision)
+
+    def build():
+        fused = _fused_or_none(w0, w1, shape, modes, cv, method, precision, b.on_device)
+        if fused is not None:
+            return fused
+        if modes[0] != modes[1]:
+            raise ValueError(f"per-axis modes {mode!r} need the fused GPU path (method 'auto' "
+                             f"or {FUSED!r} on a CUDA array, fp32/fp64); pass one mode")
+        return _runner(w0, w1, shape, modes[0], cv, method, precision, b.on_device)
+
+    return ckey, build
+
+
+def method_of(image, sigma, *, order=0, mode="reflect", cval=0.0, truncate=4.0, radius=None,
+              method="auto", precision=None) -> str:
+    """The method gaussian(image, sigma, ...) runs with these arguments (its set-up is built,
+    not cached): 'separable_boundary', 'numpy_separable' or a registry method's name."""
+    b = backend_of(image)
+    image = b.asarray(image)
+    check_image(image, b)
+    r = _prepare(b, image, sigma, order, mode, cval, truncate, radius, method, precision)[1]()
+    return FUSED if isinstance(r, _Fused) else r.method

@@ -6,7 +6,14 @@
 // fp16, which is what cuFFT's half transforms accept), the circular correlation
 // IFFT(FFT(x) * conj(FFT(k))) equals the valid correlation wherever i + u < N, i.e. everywhere
 // valid, so no padding beyond the image is needed. The kernel's spectrum (conjugated, scaled)
-// is computed once per plan.
+// is computed once per plan, on the device, on the stream of the plan's first call (fp16: at
+// construction): the kernel is copied into the plan's own transform buffer, transformed by the
+// shared forward plan and scaled; no temporary allocation, no host synchronisation.
+//
+// cuFFT plans and their work area are shared process-wide (cufft_util.cuh: SharedCufft): plans
+// of the same transform size, batch and precision on a device hold one forward/inverse group,
+// so a new kernel on a seen shape plans nothing. Transforms run inside a SharedCufft::Use
+// (stream set per run; uses of the shared work area ordered across streams by an event).
 //
 // Precisions: fp32 and fp64 run cuFFT in that precision; fp16fp32 stores half and transforms in
 // fp32; fp16 transforms in half (cufftXt). fp16 spectra would overflow half (the DC term of a
@@ -314,7 +321,7 @@ class FftPlan final : public CudaPlan {
         throw ValueError("per-image kernels on fft take images whose transform fits " +
                          std::to_string(kFftCapBytes >> 20) + " MB (no overlap-save tiles)");
       kspec_.reset(kernels_ * n_ * mc_ * sizeof(Cplx));
-      kernel_spectrum(r);
+      kernel_spectra(r);
       return;
     }
     if (whole > double(kFftCapBytes)) plan_tiles(r, pow2);
@@ -323,16 +330,25 @@ class FftPlan final : public CudaPlan {
     spec_.reset(batch_ * n_ * mc_ * sizeof(Cplx));
     kspec_.reset(n_ * mc_ * sizeof(Cplx));
     if (F::scaled) amax_.reset(sizeof(unsigned));
-    const std::size_t ws_f = fwd_.make(n_, m_, F::rtype, F::ctype, F::ctype, true, batch_);
-    const std::size_t ws_i = inv_.make(n_, m_, F::ctype, F::rtype, F::ctype, true, batch_);
-    work_.reset(std::max(ws_f, ws_i));  // the two transforms run in turn: one work area
-    TC_CUFFT_CHECK(cufftSetWorkArea(fwd_.get(), work_.get()));
-    TC_CUFFT_CHECK(cufftSetWorkArea(inv_.get(), work_.get()));
-    kernel_spectrum(r);
+    // The forward / inverse pair (one work area: they run in turn), shared with every plan of
+    // this transform on the device; the kernel's transform (batch 1, fp32 for fp16) is the
+    // pair's forward one where they agree, else a group of its own.
+    pair_ = SharedCufft::get(device(), spec2d(n_, m_, F::rtype, F::ctype, F::ctype, batch_),
+                             spec2d(n_, m_, F::ctype, F::rtype, F::ctype, batch_));
+    const CufftSpec kfwd = spec2d(n_, m_, P == Precision::fp64 ? CUDA_R_64F : CUDA_R_32F,
+                                  P == Precision::fp64 ? CUDA_C_64F : CUDA_C_32F,
+                                  P == Precision::fp64 ? CUDA_C_64F : CUDA_C_32F, 1);
+    kplan_ = (batch_ == 1 && P != Precision::fp16) ? pair_ : SharedCufft::get(device(), kfwd);
+    kernel_host(r);
+    if constexpr (P == Precision::fp16) kernel_spectrum_fp16();
   }
 
+  // Our buffers, and the shared groups' work areas in full (so the plan cache's budget is an
+  // upper bound where plans share them).
   std::size_t workspace_bytes() const override {
-    return work_.bytes() + real_.bytes() + spec_.bytes() + kspec_.bytes() + amax_.bytes();
+    return (pair_ ? pair_->work_bytes() : 0) +
+           (kplan_ && kplan_ != pair_ ? kplan_->work_bytes() : 0) + work_.bytes() +
+           real_.bytes() + spec_.bytes() + kspec_.bytes() + amax_.bytes();
   }
 
  protected:
@@ -383,6 +399,7 @@ class FftPlan final : public CudaPlan {
     const int ih = static_cast<int>(in.rows), iw = static_cast<int>(in.cols);
     const int n = static_cast<int>(n_), m = static_cast<int>(m_);
     const unsigned* amax = nullptr;
+    if (!kspec_ready_) kernel_spectrum(stream);
     nf_.arm(stream);
     if constexpr (F::scaled) {
       TC_CUDA_CHECK(cudaMemsetAsync(amax_.get(), 0, sizeof(unsigned), stream));
@@ -410,13 +427,12 @@ class FftPlan final : public CudaPlan {
       TC_CUDA_LAUNCH_CHECK();
       src = real_.get();
     }
-    TC_CUFFT_CHECK(cufftSetStream(fwd_.get(), stream));
-    TC_CUFFT_CHECK(cufftSetStream(inv_.get(), stream));
-    TC_CUFFT_CHECK(cufftXtExec(fwd_.get(), src, spec_.get(), CUFFT_FORWARD));
+    SharedCufft::Use fft(*pair_, stream);
+    TC_CUFFT_CHECK(cufftXtExec(fft.first(), src, spec_.get(), CUFFT_FORWARD));
     multiply_kernel<Cplx><<<grid1d(n_ * mc_), 256, 0, stream>>>(spec_.get<Cplx>(),
                                                                 kspec_.get<Cplx>(), n_ * mc_);
     TC_CUDA_LAUNCH_CHECK();
-    TC_CUFFT_CHECK(cufftXtExec(inv_.get(), spec_.get(), real_.get(), CUFFT_INVERSE));
+    TC_CUFFT_CHECK(cufftXtExec(fft.second(), spec_.get(), real_.get(), CUFFT_INVERSE));
     crop_kernel<P><<<grid2d(out.cols, out.rows), 256, 0, stream>>>(
         real_.get<Real>(), m, out.ptr<Store>(), out.row_stride, static_cast<int>(out.rows),
         static_cast<int>(out.cols), amax, double(n_) * double(m_), kscale_, nf_.flag());
@@ -451,20 +467,19 @@ class FftPlan final : public CudaPlan {
                  const unsigned* amax) {
     const int ih = static_cast<int>(in.rows), iw = static_cast<int>(in.cols);
     const int b = static_cast<int>(batch_);
-    TC_CUFFT_CHECK(cufftSetStream(fwd_.get(), stream));
-    TC_CUFFT_CHECK(cufftSetStream(inv_.get(), stream));
+    SharedCufft::Use fft(*pair_, stream);
     for (int t0 = 0; t0 < tg_.tiles; t0 += b) {
       dim3 g = grid2d(m_, std::min<std::int64_t>(n_, 256));  // blocks loop over the rows
       g.z = b;
       tile_gather_kernel<P><<<g, 256, 0, stream>>>(in.ptr<Store>(), in.row_stride, ih, iw,
                                                    real_.get<Real>(), tg_, t0, amax, nf_.flag());
       TC_CUDA_LAUNCH_CHECK();
-      TC_CUFFT_CHECK(cufftXtExec(fwd_.get(), real_.get(), spec_.get(), CUFFT_FORWARD));
+      TC_CUFFT_CHECK(cufftXtExec(fft.first(), real_.get(), spec_.get(), CUFFT_FORWARD));
       const dim3 gm(std::max(1, std::min(ceil_div(n_ * mc_, 256), 1024)), b);
       multiply_tiles_kernel<Cplx><<<gm, 256, 0, stream>>>(spec_.get<Cplx>(), kspec_.get<Cplx>(),
                                                           n_ * mc_);
       TC_CUDA_LAUNCH_CHECK();
-      TC_CUFFT_CHECK(cufftXtExec(inv_.get(), spec_.get(), real_.get(), CUFFT_INVERSE));
+      TC_CUFFT_CHECK(cufftXtExec(fft.second(), spec_.get(), real_.get(), CUFFT_INVERSE));
       dim3 gs = grid2d(tg_.sw, std::min(tg_.sh, 256));
       gs.z = b;
       tile_scatter_kernel<P><<<gs, 256, 0, stream>>>(real_.get<Real>(), tg_, t0, out.ptr<Store>(),
@@ -495,49 +510,73 @@ class FftPlan final : public CudaPlan {
     group_ = g;
   }
 
-  // conj(FFT(k)) / (N M) for fp32/fp64 (in that precision); for fp16 computed in fp32 and
-  // scaled by a power of two <= 1 / sum|k| so that it fits half. Per-image kernels: the K
-  // kernels' spectra one after another, by one batched transform.
-  void kernel_spectrum(const PlanRequest& r) {
-    if (kernels_ > 1) {
-      kernel_spectra(r);
-      return;
-    }
-    using KReal = std::conditional_t<P == Precision::fp64, double, float>;
-    using KCplx = std::conditional_t<P == Precision::fp64, double2, float2>;
-    std::vector<KReal> host(static_cast<std::size_t>(r.kh * r.kw));
+  using KReal = std::conditional_t<P == Precision::fp64, double, float>;
+  using KCplx = std::conditional_t<P == Precision::fp64, double2, float2>;
+
+  // The kernel as its transform takes it (half-rounded operands for fp16 / fp16fp32), and the
+  // spectrum's scale: 1 / (N M), or for fp16 a power of two <= 1 / sum|k| so that it fits half.
+  void kernel_host(const PlanRequest& r) {
+    khost_.resize(static_cast<std::size_t>(r.kh * r.kw));
+    kh_ = r.kh;
+    kw_ = r.kw;
     double abs_sum = 0;
-    for (std::size_t i = 0; i < host.size(); ++i) {
+    for (std::size_t i = 0; i < khost_.size(); ++i) {
       double v = r.kernel[i];
       if (P == Precision::fp16 || P == Precision::fp16fp32)
         v = static_cast<double>(__half2float(__double2half(v)));  // the operands are half
-      host[i] = static_cast<KReal>(v);
+      khost_[i] = static_cast<KReal>(v);
       abs_sum += std::fabs(v);
     }
-    double scale = 1.0 / (double(n_) * double(m_));
+    kscale64_ = 1.0 / (double(n_) * double(m_));
     if constexpr (F::scaled) {
       kscale_ = abs_sum > 0 ? static_cast<float>(std::exp2(-std::ceil(std::log2(abs_sum)))) : 1.f;
-      scale = kscale_;
+      kscale64_ = kscale_;
     }
-    // The kernel at the origin of an N x M zero array, then its transform.
-    DeviceBuffer kreal(n_ * m_ * sizeof(KReal)), kc(n_ * mc_ * sizeof(KCplx));
-    TC_CUDA_CHECK(cudaMemset(kreal.get(), 0, kreal.bytes()));
-    TC_CUDA_CHECK(cudaMemcpy2D(kreal.get(), m_ * sizeof(KReal), host.data(), r.kw * sizeof(KReal),
-                               r.kw * sizeof(KReal), r.kh, cudaMemcpyHostToDevice));
-    CufftPlan plan;
-    const cudaDataType rt = P == Precision::fp64 ? CUDA_R_64F : CUDA_R_32F;
-    const cudaDataType ct = P == Precision::fp64 ? CUDA_C_64F : CUDA_C_32F;
-    plan.make(n_, m_, rt, ct, ct, false);
-    TC_CUFFT_CHECK(cufftXtExec(plan.get(), kreal.get(), kc.get(), CUFFT_FORWARD));
-    finish_spectrum_kernel<KCplx, Cplx><<<grid1d(n_ * mc_), 256>>>(
-        kc.get<KCplx>(), kspec_.get<Cplx>(), n_ * mc_, scale);
-    TC_CUDA_LAUNCH_CHECK();
-    TC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
 
+  // conj(FFT(k)) * scale into kspec_: the kernel at the origin of an N x M zero array (the
+  // plan's own real_ buffer; its transform into spec_), on `stream`, nothing allocated, no
+  // host synchronisation (the upload is from pageable memory the plan keeps: staged at once).
+  void kernel_spectrum(cudaStream_t stream) {
+    static_assert(P == Precision::fp16 || std::is_same<KReal, Real>::value, "buffers reused");
+    if constexpr (P != Precision::fp16) {
+      TC_CUDA_CHECK(cudaMemsetAsync(real_.get(), 0, n_ * m_ * sizeof(KReal), stream));
+      TC_CUDA_CHECK(cudaMemcpy2DAsync(real_.get(), m_ * sizeof(KReal), khost_.data(),
+                                      kw_ * sizeof(KReal), kw_ * sizeof(KReal), kh_,
+                                      cudaMemcpyHostToDevice, stream));
+      {
+        SharedCufft::Use k(*kplan_, stream);
+        TC_CUFFT_CHECK(cufftXtExec(k.first(), real_.get(), spec_.get(), CUFFT_FORWARD));
+      }
+      finish_spectrum_kernel<KCplx, Cplx><<<grid1d(n_ * mc_), 256, 0, stream>>>(
+          spec_.get<KCplx>(), kspec_.get<Cplx>(), n_ * mc_, kscale64_);
+      TC_CUDA_LAUNCH_CHECK();
+    }
+    kspec_ready_ = true;
+  }
+
+  // fp16: the kernel's spectrum in fp32 (wider than the plan's half buffers), at construction,
+  // in temporaries, on the legacy stream, waited for.
+  void kernel_spectrum_fp16() {
+    DeviceBuffer kreal(n_ * m_ * sizeof(KReal)), kc(n_ * mc_ * sizeof(KCplx));
+    TC_CUDA_CHECK(cudaMemset(kreal.get(), 0, kreal.bytes()));
+    TC_CUDA_CHECK(cudaMemcpy2D(kreal.get(), m_ * sizeof(KReal), khost_.data(),
+                               kw_ * sizeof(KReal), kw_ * sizeof(KReal), kh_,
+                               cudaMemcpyHostToDevice));
+    {
+      SharedCufft::Use k(*kplan_, nullptr);
+      TC_CUFFT_CHECK(cufftXtExec(k.first(), kreal.get(), kc.get(), CUFFT_FORWARD));
+    }
+    finish_spectrum_kernel<KCplx, Cplx><<<grid1d(n_ * mc_), 256>>>(
+        kc.get<KCplx>(), kspec_.get<Cplx>(), n_ * mc_, kscale64_);
+    TC_CUDA_LAUNCH_CHECK();
+    TC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    kspec_ready_ = true;
+  }
+
+  // Per-image kernels: the K kernels' spectra one after another, by one batched transform (at
+  // construction, waited for).
   void kernel_spectra(const PlanRequest& r) {
-    using KReal = std::conditional_t<P == Precision::fp64, double, float>;
-    using KCplx = std::conditional_t<P == Precision::fp64, double2, float2>;
     const std::int64_t K = kernels_, nk = n_ * mc_;
     std::vector<KReal> host(static_cast<std::size_t>(K * r.kh * r.kw));
     for (std::size_t i = 0; i < host.size(); ++i) {
@@ -564,6 +603,7 @@ class FftPlan final : public CudaPlan {
         kc.get<KCplx>(), kspec_.get<Cplx>(), K * nk, 1.0 / (double(n_) * double(m_)));
     TC_CUDA_LAUNCH_CHECK();
     TC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    kspec_ready_ = true;
   }
 
   std::int64_t n_ = 0, m_ = 0, mc_ = 0;
@@ -572,8 +612,13 @@ class FftPlan final : public CudaPlan {
   std::int64_t batch_ = 1;  // transforms per cuFFT call (tiles per batch; 1 for the whole image)
   TileGrid tg_{};           // tiles > 0: overlap-save
   float kscale_ = 1.f;
-  CufftPlan fwd_, inv_;
-  DeviceBuffer work_, real_, spec_, kspec_, amax_;
+  double kscale64_ = 1.0;
+  std::vector<KReal> khost_;
+  std::int64_t kh_ = 0, kw_ = 0;
+  bool kspec_ready_ = false;  // (a CUDA plan runs one call at a time: the plan cache's checkout)
+  std::shared_ptr<SharedCufft> pair_, kplan_;
+  DeviceBuffer real_, spec_, kspec_, amax_;
+  DeviceBuffer work_;   // per-image kernels: the group transforms' work area
   NonfiniteRepair nf_;  // non-finite pixels: staged as 0, their windows recomputed (header)
 };
 
@@ -622,28 +667,35 @@ class FftComplexPlan final : public CudaPlan {
       throw ValueError("image too large for the fft method");
     buf_.reset(n_ * m_ * sizeof(Cplx));
     kspec_.reset(n_ * m_ * sizeof(Cplx));
-    work_.reset(c2c_.make(n_, m_, F::ctype, F::ctype, F::ctype, true));
-    TC_CUFFT_CHECK(cufftSetWorkArea(c2c_.get(), work_.get()));
-    kernel_spectrum(r);
+    c2c_ = SharedCufft::get(device(), spec2d(n_, m_, F::ctype, F::ctype, F::ctype));
+    // conj(E), the kernel's transform's input (at the origin of an N x M zero array, on the
+    // device at the first call: kernel_spectrum)
+    khost_.resize(static_cast<std::size_t>(r.kh * r.kw));
+    for (std::size_t i = 0; i < khost_.size(); ++i)
+      khost_[i] = Cplx{static_cast<Real>(r.kernel[i]),
+                       static_cast<Real>(r.kernel_imag ? -r.kernel_imag[i] : 0.0)};
+    kh_ = r.kh;
+    kw_ = r.kw;
   }
 
   std::size_t workspace_bytes() const override {
-    return work_.bytes() + buf_.bytes() + kspec_.bytes();
+    return c2c_->work_bytes() + buf_.bytes() + kspec_.bytes();
   }
 
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
     const int n = static_cast<int>(n_), m = static_cast<int>(m_);
+    SharedCufft::Use fft(*c2c_, stream);
+    if (!kspec_ready_) kernel_spectrum(fft.first(), stream);
     pad_complex_kernel<Real, Cplx><<<grid2d(m, n), 256, 0, stream>>>(
         in.ptr<Real>(), in.row_stride, static_cast<int>(in.rows), static_cast<int>(in.cols),
         buf_.get<Cplx>(), n, m);
     TC_CUDA_LAUNCH_CHECK();
-    TC_CUFFT_CHECK(cufftSetStream(c2c_.get(), stream));
-    TC_CUFFT_CHECK(cufftXtExec(c2c_.get(), buf_.get(), buf_.get(), CUFFT_FORWARD));
+    TC_CUFFT_CHECK(cufftXtExec(fft.first(), buf_.get(), buf_.get(), CUFFT_FORWARD));
     multiply_kernel<Cplx><<<grid1d(n_ * m_), 256, 0, stream>>>(buf_.get<Cplx>(),
                                                                kspec_.get<Cplx>(), n_ * m_);
     TC_CUDA_LAUNCH_CHECK();
-    TC_CUFFT_CHECK(cufftXtExec(c2c_.get(), buf_.get(), buf_.get(), CUFFT_INVERSE));
+    TC_CUFFT_CHECK(cufftXtExec(fft.first(), buf_.get(), buf_.get(), CUFFT_INVERSE));
     crop_complex_kernel<Real, Cplx><<<grid2d(out.cols, out.rows), 256, 0, stream>>>(
         buf_.get<Cplx>(), m, out.ptr<Real>(), out.row_stride, static_cast<int>(out.rows),
         static_cast<int>(out.cols));
@@ -651,26 +703,25 @@ class FftComplexPlan final : public CudaPlan {
   }
 
  private:
-  void kernel_spectrum(const PlanRequest& r) {
-    // conj(E) at the origin of an N x M zero array
-    std::vector<Cplx> host(static_cast<std::size_t>(r.kh * r.kw));
-    for (std::size_t i = 0; i < host.size(); ++i)
-      host[i] = Cplx{static_cast<Real>(r.kernel[i]),
-                     static_cast<Real>(r.kernel_imag ? -r.kernel_imag[i] : 0.0)};
-    DeviceBuffer kc(n_ * m_ * sizeof(Cplx));
-    TC_CUDA_CHECK(cudaMemset(kc.get(), 0, kc.bytes()));
-    TC_CUDA_CHECK(cudaMemcpy2D(kc.get(), m_ * sizeof(Cplx), host.data(), r.kw * sizeof(Cplx),
-                               r.kw * sizeof(Cplx), r.kh, cudaMemcpyHostToDevice));
-    TC_CUFFT_CHECK(cufftXtExec(c2c_.get(), kc.get(), kc.get(), CUFFT_FORWARD));
-    finish_spectrum_kernel<Cplx, Cplx><<<grid1d(n_ * m_), 256>>>(
-        kc.get<Cplx>(), kspec_.get<Cplx>(), n_ * m_, 1.0 / (double(n_) * double(m_)));
+  // conj(FFT(conj(E))) / (N M) into kspec_, on `stream`, in the plan's own buffer (the run's
+  // staging overwrites it next): nothing allocated, no host synchronisation.
+  void kernel_spectrum(cufftHandle c2c, cudaStream_t stream) {
+    TC_CUDA_CHECK(cudaMemsetAsync(buf_.get(), 0, buf_.bytes(), stream));
+    TC_CUDA_CHECK(cudaMemcpy2DAsync(buf_.get(), m_ * sizeof(Cplx), khost_.data(),
+                                    kw_ * sizeof(Cplx), kw_ * sizeof(Cplx), kh_,
+                                    cudaMemcpyHostToDevice, stream));
+    TC_CUFFT_CHECK(cufftXtExec(c2c, buf_.get(), buf_.get(), CUFFT_FORWARD));
+    finish_spectrum_kernel<Cplx, Cplx><<<grid1d(n_ * m_), 256, 0, stream>>>(
+        buf_.get<Cplx>(), kspec_.get<Cplx>(), n_ * m_, 1.0 / (double(n_) * double(m_)));
     TC_CUDA_LAUNCH_CHECK();
-    TC_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    kspec_ready_ = true;
   }
 
-  std::int64_t n_ = 0, m_ = 0;
-  CufftPlan c2c_;
-  DeviceBuffer work_, buf_, kspec_;
+  std::int64_t n_ = 0, m_ = 0, kh_ = 0, kw_ = 0;
+  std::vector<Cplx> khost_;
+  bool kspec_ready_ = false;
+  std::shared_ptr<SharedCufft> c2c_;
+  DeviceBuffer buf_, kspec_;
 };
 
 }  // namespace

@@ -37,6 +37,30 @@ namespace {
 constexpr int kR = 8;  // output rows per thread of the product
 constexpr std::int64_t kRowsCapBytes = std::int64_t(512) << 20;
 
+// One thread per (tap row s, spectrum column v): the host loop's sums, unfused (see taps()).
+template <class T, class C>
+__global__ void fftrows_taps_kernel(const double* __restrict__ k, std::int64_t kw,
+                                    const double2* __restrict__ cssn, std::int64_t w,
+                                    std::int64_t mc, C* __restrict__ taps,
+                                    double2* __restrict__ lo, int klow, int nl) {
+  const std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  const std::int64_t s = blockIdx.y;
+  if (v >= mc) return;
+  const double* row = k + s * kw;
+  double re = 0, im = 0;
+  std::int64_t j = 0;  // v t mod W
+  for (std::int64_t t = 0; t < kw; ++t) {
+    re = __dadd_rn(re, __dmul_rn(row[t], cssn[j].x));
+    im = __dadd_rn(im, __dmul_rn(row[t], cssn[j].y));  // conj(e^{-i a}) = e^{+i a}
+    j += v;
+    if (j >= w) j -= w;
+  }
+  const double inv_w = 1.0 / static_cast<double>(w);
+  const double a = __dmul_rn(re, inv_w), b = __dmul_rn(im, inv_w);
+  taps[s * mc + v] = C{static_cast<T>(a), static_cast<T>(b)};
+  if (v < nl) lo[s * klow + v] = double2{a, b};
+}
+
 template <Precision P>
 class FftRowsPlan final : public CudaPlan {
   using T = std::conditional_t<P == Precision::fp64, double, float>;
@@ -142,43 +166,34 @@ class FftRowsPlan final : public CudaPlan {
   }
 
   // taps[s][v] = conj(sum_t k[s][t] e^{-2 pi i v t / W}) / W (kp rows, zeros past kh), the same
-  // for v < kLow in float64 (glo), and the crop's twiddles tw[x] = e^{2 pi i x / W}; computed
-  // in float64 on the host.
+  // for v < kLow in float64 (glo), and the crop's twiddles tw[x] = e^{2 pi i x / W}. The
+  // cos / sin table (O(W)) is made on the host; the O(kh W kw) sums run on the device
+  // (taps_kernel: float64, unfused multiply-adds in the host loop's order, so the same bits).
   void taps(const PlanRequest& r) {
-    std::vector<double> cs(w_), sn(w_);
+    std::vector<double2> cssn(static_cast<std::size_t>(w_));
     for (std::int64_t j = 0; j < w_; ++j) {
       const double a = 2.0 * M_PI * static_cast<double>(j) / static_cast<double>(w_);
-      cs[j] = std::cos(a);
-      sn[j] = std::sin(a);
+      cssn[j] = double2{std::cos(a), std::sin(a)};
     }
-    std::vector<C> host(static_cast<std::size_t>(kp_ * mc_), C{0, 0});
-    std::vector<double2> lo(static_cast<std::size_t>(kp_ * kLow), double2{0, 0});
-    const double inv_w = 1.0 / static_cast<double>(w_);
-    for (std::int64_t s = 0; s < kh_; ++s) {
-      const double* row = r.kernel + s * r.kw;
-      for (std::int64_t v = 0; v < mc_; ++v) {
-        double re = 0, im = 0;
-        std::int64_t j = 0;  // v t mod W
-        for (std::int64_t t = 0; t < r.kw; ++t) {
-          re += row[t] * cs[j];
-          im += row[t] * sn[j];  // conj(e^{-i a}) = e^{+i a}
-          j += v;
-          if (j >= w_) j -= w_;
-        }
-        host[s * mc_ + v] = C{static_cast<T>(re * inv_w), static_cast<T>(im * inv_w)};
-        if (v < nl_) lo[s * kLow + v] = double2{re * inv_w, im * inv_w};
-      }
-    }
-    taps_.reset(host.size() * sizeof(C));
-    glo_.reset(lo.size() * sizeof(double2));
-    TC_CUDA_CHECK(cudaMemcpy(taps_.get(), host.data(), taps_.bytes(), cudaMemcpyHostToDevice));
-    TC_CUDA_CHECK(cudaMemcpy(glo_.get(), lo.data(), glo_.bytes(), cudaMemcpyHostToDevice));
+    taps_.reset(static_cast<std::size_t>(kp_ * mc_) * sizeof(C));
+    glo_.reset(static_cast<std::size_t>(kp_ * kLow) * sizeof(double2));
+    DeviceBuffer tab(cssn.size() * sizeof(double2)), kd(std::size_t(r.kh * r.kw) * sizeof(double));
+    cudaStream_t s = nullptr;
+    TC_CUDA_CHECK(cudaMemcpyAsync(tab.get(), cssn.data(), tab.bytes(), cudaMemcpyHostToDevice, s));
+    TC_CUDA_CHECK(cudaMemcpyAsync(kd.get(), r.kernel, kd.bytes(), cudaMemcpyHostToDevice, s));
+    TC_CUDA_CHECK(cudaMemsetAsync(taps_.get(), 0, taps_.bytes(), s));
+    TC_CUDA_CHECK(cudaMemsetAsync(glo_.get(), 0, glo_.bytes(), s));
+    const dim3 grid(static_cast<unsigned>((mc_ + 127) / 128), static_cast<unsigned>(kh_));
+    fftrows_taps_kernel<T, C><<<grid, 128, 0, s>>>(kd.get<double>(), r.kw, tab.get<double2>(), w_,
+                                                   mc_, taps_.get<C>(), glo_.get<double2>(),
+                                                   kLow, nl_);
+    TC_CUDA_LAUNCH_CHECK();
     if (kLow > 1) {
-      std::vector<double2> tw(static_cast<std::size_t>(ow_));
-      for (std::int64_t x = 0; x < ow_; ++x) tw[x] = double2{cs[x], sn[x]};
-      tw_.reset(tw.size() * sizeof(double2));
-      TC_CUDA_CHECK(cudaMemcpy(tw_.get(), tw.data(), tw_.bytes(), cudaMemcpyHostToDevice));
+      tw_.reset(static_cast<std::size_t>(ow_) * sizeof(double2));
+      TC_CUDA_CHECK(cudaMemcpyAsync(tw_.get(), cssn.data(), tw_.bytes(), cudaMemcpyHostToDevice, s));
     }
+    // the temporaries are freed on return (cudaFree waits for the kernel): construction ends
+    // with the taps ready, as before
   }
 
   std::int64_t w_ = 0, mc_ = 0, kh_ = 0, oh_ = 0, ow_ = 0, kp_ = 0, hb_ = 0, hin_ = 0;
