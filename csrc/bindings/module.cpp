@@ -115,6 +115,16 @@ PYBIND11_MODULE(_core, m) {
   m.def("cuda_unavailable_reason", &cuda_unavailable_reason);
   m.def("cuda_compute_capability", &cuda_compute_capability);
   m.def("cuda_device_name", &cuda_device_name, "Name of the current CUDA device, \"\" when none.");
+  m.def("set_cuda_library_dirs", &set_cuda_library_dirs,
+        "Folders searched first for cuFFT and cuBLAS (tensorconv/__init__.py passes the NVIDIA "
+        "pip wheels' lib folders).");
+  m.def(
+      "cuda_library_path",
+      [](const std::string& lib) {
+        if (lib != "cufft" && lib != "cublas") throw ValueError("library: 'cufft' or 'cublas'");
+        return cuda_library_path(lib == "cufft" ? CudaLibrary::cufft : CudaLibrary::cublas);
+      },
+      "Where cuFFT / cuBLAS was loaded from, \"\" before first use or when it could not be.");
 
   m.def(
       "fma_peak_gflops",

@@ -72,7 +72,8 @@ const std::vector<MethodInfo>& registry() {
        "cuFFT R2C/C2R product of spectra, fast transform sizes, kernel spectrum once per plan; "
        "fp16 via cufftXt half (power-of-two sizes), fp16fp32 transforms in fp32; complex data "
        "by C2C transforms",
-       nullptr, nullptr, /*complex_native=*/true},
+       nullptr, nullptr, /*complex_native=*/true, /*takes_factors=*/false,
+       /*translation_invariant=*/false, nullptr, nullptr, CudaLibrary::cufft},
       // im2tensor (Seznec et al. 2022), csrc/cuda/methods/im2tensor/. sm_80: bf16, tf32 and DMMA WMMA.
       {"im2tensor", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
        TC_CUDA_FACTORY(make_im2tensor_plan),
@@ -92,7 +93,9 @@ const std::vector<MethodInfo>& registry() {
       {"im2tensor_cublas", Device::cuda,
        {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
        TC_CUDA_FACTORY(make_im2tensor_cublas_plan),
-       "im2tensor reference: explicit S, cuBLAS strided batched GEMM, Tr+ pass"},
+       "im2tensor reference: explicit S, cuBLAS strided batched GEMM, Tr+ pass",
+       nullptr, nullptr, /*complex_native=*/false, /*takes_factors=*/false,
+       /*translation_invariant=*/false, nullptr, nullptr, CudaLibrary::cublas},
       // Bilateral filter (Kondo et al. 2022's LTV case): not linear, so reached only through
       // tensorconv.filters.bilateral (csrc/cpu/bilateral.cpp, csrc/cuda/methods/bilateral/).
       {"bilateral_cpu", Device::cpu, {P::fp32, P::fp64}, 0, &make_bilateral_cpu_plan,
@@ -178,7 +181,10 @@ std::string unavailable_reason(const MethodInfo& m) {
   if (!built_with_cuda()) return "tensorconv was built without CUDA (nvcc not found at build time)";
   if (!m.factory) return "not built";
   std::string why = cuda_unavailable_reason();
-  if (!why.empty()) return why;
+  // a missing library is named even without a device, so a machine can be checked before use
+  const std::string lib = cuda_library_unavailable_reason(m.library);
+  if (!why.empty()) return lib.empty() ? why : why + "; and " + lib;
+  if (!lib.empty()) return lib;
   int cc = cuda_compute_capability();
   if (cc < m.min_compute_capability)
     return "needs compute capability " + std::to_string(m.min_compute_capability / 10) + "." +

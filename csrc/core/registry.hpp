@@ -119,6 +119,10 @@ class Plan {
 
 using PlanFactory = std::unique_ptr<Plan> (*)(const PlanRequest&);
 
+// A CUDA library a method calls, opened at run time (csrc/cuda/runtime/cuda_libs.cpp), never
+// linked: without it the method is unavailable with a reason that names the pip package.
+enum class CudaLibrary : int { none, cufft, cublas };
+
 struct MethodInfo {
   const char* name;
   Device device;
@@ -145,6 +149,8 @@ struct MethodInfo {
   // it is not (1, 1), for methods().
   std::pair<int, int> (*translation_period)(Precision, int kh, int kw, bool complex_data) = nullptr;
   const char* exact_note = nullptr;
+  // The CUDA library its plans call (cuFFT, cuBLAS), or none.
+  CudaLibrary library = CudaLibrary::none;
 };
 
 const std::vector<MethodInfo>& registry();
@@ -167,5 +173,11 @@ bool cuda_available();
 std::string cuda_unavailable_reason();  // "" when a device is usable
 int cuda_compute_capability();          // of the current device, 0 when none
 std::string cuda_device_name();         // of the current device, "" when none
+// "" when `lib` can be opened (none: always), else why not, naming its pip package.
+std::string cuda_library_unavailable_reason(CudaLibrary lib);
+// Where `lib` was opened from, "" before its first use or when it could not be.
+std::string cuda_library_path(CudaLibrary lib);
+// Folders searched for the CUDA libraries before the system's (the NVIDIA pip wheels').
+void set_cuda_library_dirs(std::vector<std::string> dirs);
 
 }  // namespace tc
