@@ -100,6 +100,11 @@ void run_stack(Plan& p, std::uintptr_t in_ptr, std::int64_t batch, std::int64_t 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "tensorconv C++/CUDA core";
   m.attr("WITH_CUDA") = built_with_cuda();
+#ifdef TC_CUDA_ARCHS
+  m.attr("CUDA_ARCHS") = TC_CUDA_ARCHS;  // CMAKE_CUDA_ARCHITECTURES, comma-separated
+#else
+  m.attr("CUDA_ARCHS") = "";
+#endif
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -149,7 +154,8 @@ PYBIND11_MODULE(_core, m) {
                                  info.note ? info.note() : std::string(),
                                  info.complex_native, info.takes_factors,
                                  info.translation_invariant,
-                                 info.exact_note ? info.exact_note : ""));
+                                 info.exact_note ? info.exact_note : "",
+                                 info.min_compute_capability));
     }
     return rows;
   });
