@@ -11,7 +11,7 @@
 #include "cuda/runtime/cuda_libs.hpp"
 
 namespace tc::cuda {
-std::string kernel_image_error(int cc);  // kernel_image.cu
+std::string kernel_image_error(int cc, int* code_arch);  // kernel_image.cu
 }
 #endif
 
@@ -28,7 +28,7 @@ bool built_with_cuda() {
 namespace {
 struct Probe {
   std::string reason;  // "" when usable
-  int cc = 0;
+  int cc = 0, code_arch = 0;
   std::string name;
 };
 
@@ -73,7 +73,7 @@ const Probe& probe() {
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
     p.cc = major * 10 + minor;
     p.name = prop.name;
-    p.reason = cuda::kernel_image_error(p.cc);
+    p.reason = cuda::kernel_image_error(p.cc, &p.code_arch);
 #else
     p.reason = "tensorconv was built without CUDA (nvcc not found at build time)";
 #endif
@@ -89,6 +89,8 @@ bool cuda_available() { return probe().reason.empty(); }
 int cuda_compute_capability() { return cuda_available() ? probe().cc : 0; }
 
 std::string cuda_device_name() { return cuda_available() ? probe().name : ""; }
+
+int cuda_code_arch() { return cuda_available() ? probe().code_arch : 0; }
 
 std::string cuda_library_unavailable_reason(CudaLibrary lib) {
 #ifdef TC_WITH_CUDA

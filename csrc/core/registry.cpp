@@ -190,6 +190,11 @@ std::string unavailable_reason(const MethodInfo& m) {
     return "needs compute capability " + std::to_string(m.min_compute_capability / 10) + "." +
            std::to_string(m.min_compute_capability % 10) + ", device has " +
            std::to_string(cc / 10) + "." + std::to_string(cc % 10);
+  const int code = cuda_code_arch();
+  if (code < m.min_compute_capability)
+    return "needs code compiled for sm_" + std::to_string(m.min_compute_capability) +
+           ", this build runs compute_" + std::to_string(code) + " code on this GPU (PTX; add " +
+           std::to_string(cc) + " to CMAKE_CUDA_ARCHITECTURES)";
   return "";
 }
 

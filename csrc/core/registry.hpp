@@ -173,6 +173,10 @@ bool cuda_available();
 std::string cuda_unavailable_reason();  // "" when a device is usable
 int cuda_compute_capability();          // of the current device, 0 when none
 std::string cuda_device_name();         // of the current device, "" when none
+// The architecture this build's code for the current device was compiled for (e.g. 80 when the
+// driver runs compute_80 PTX on a Hopper, CUDA_FORCE_PTX_JIT=1 included): code compiled only
+// `#if __CUDA_ARCH__ >= 900` is absent below 90. 0 when no device is usable.
+int cuda_code_arch();
 // "" when `lib` can be opened (none: always), else why not, naming its pip package.
 std::string cuda_library_unavailable_reason(CudaLibrary lib);
 // Where `lib` was opened from, "" before its first use or when it could not be.

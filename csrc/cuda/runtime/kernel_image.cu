@@ -1,4 +1,4 @@
-// Whether this binary holds code for the current GPU: a binary built for other architectures
+// Whether this binary holds code for the current GPU, and which: a binary built for other architectures
 // (and without PTX the driver can compile for this one) fails every launch with
 // cudaErrorNoKernelImageForDevice, so the device probe (core/device_probe.cpp) asks once.
 #include <cuda_runtime.h>
@@ -13,10 +13,16 @@ __global__ void probe_kernel(int* p) {
 }
 }  // namespace
 
-std::string kernel_image_error(int cc) {
+// `code_arch`: the virtual architecture the code chosen for this GPU comes from (ptxVersion, e.g.
+// 80 for compute_80 PTX compiled by the driver, 90 for sm_90a SASS); every .cu of the build has
+// the same architectures, so one kernel speaks for all.
+std::string kernel_image_error(int cc, int* code_arch) {
   cudaFuncAttributes a{};
   const cudaError_t e = cudaFuncGetAttributes(&a, probe_kernel);
-  if (e == cudaSuccess) return "";
+  if (e == cudaSuccess) {
+    *code_arch = a.ptxVersion;
+    return "";
+  }
   cudaGetLastError();
   const std::string arch = std::to_string(cc / 10) + std::to_string(cc % 10);
   if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction)
