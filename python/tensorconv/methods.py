@@ -74,7 +74,7 @@ def _built_targets() -> list:
 def gpu_archs(m: MethodInfo) -> str:
     """The GPUs a CUDA method of this build runs on, e.g. "sm_80+" or "sm_90" ("" for CPU
     methods, "none" when the build has no code its compute capability allows)."""
-    if m.device != "cuda":
+    if m.device != "cuda" or not _core.WITH_CUDA:
         return ""
     low = max(m.min_compute_capability, 1)
     ptx = [cc for cc, kind in _built_targets() if kind == "ptx"]
