@@ -43,13 +43,13 @@ const Probe& probe() {
       cudaGetLastError();  // clear it so later calls start clean
       const std::string rt = std::to_string(CUDART_VERSION / 1000) + "." +
                              std::to_string(CUDART_VERSION % 1000 / 10);
-      if (e == cudaErrorInsufficientDriver) {
-        cudaDriverGetVersion(&driver);
+      if (e == cudaErrorInsufficientDriver) cudaDriverGetVersion(&driver);
+      if (e == cudaErrorInsufficientDriver && driver == 0) {  // the runtime found no libcuda
+        p.reason = "no NVIDIA driver (libcuda.so.1 not found)";
+      } else if (e == cudaErrorInsufficientDriver) {
         p.reason = "the NVIDIA driver is too old for this build's CUDA " + rt + " runtime" +
-                   (driver ? " (the driver supports CUDA " + std::to_string(driver / 1000) + "." +
-                                 std::to_string(driver % 1000 / 10) + ")"
-                           : std::string()) +
-                   "; update the driver";
+                   " (the driver supports CUDA " + std::to_string(driver / 1000) + "." +
+                   std::to_string(driver % 1000 / 10) + "); update the driver";
       } else if (e == cudaErrorNoDevice) {
         p.reason = "no CUDA device found";
       } else {
