@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -42,7 +43,7 @@ def _hidden(cmd):
     if HIDE is None or os.geteuid() != 0:  # the toolkit stays visible: say so, do not fail
         print("note: CUDA toolkit not hidden (needs root and ../shared/tools/hide-cuda-toolkit.sh)")
         return cmd
-    return ["bash", str(HIDE)] + cmd
+    return [shutil.which("bash") or "/bin/bash", str(HIDE)] + cmd
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +56,15 @@ def venv(tmp_path_factory):
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         text=True).strip())
     wheels = [str(Path(WHEEL).resolve())] + shlex.split(os.environ.get("TENSORCONV_WHEEL_EXTRA", ""))
+    tools = root / "tools"  # PATH: the venv and what hiding the toolkit runs, no compiler
+    tools.mkdir()
+    for tool in ("sh", "readlink", "unshare", "mount"):
+        if shutil.which(tool):
+            (tools / tool).symlink_to(shutil.which(tool))
     t0 = time.perf_counter()
     subprocess.run(_hidden([sys.executable, "-m", "pip", "--python", str(py), "install", "-q",
                             "--no-deps", "--no-index", *wheels]),
-                   check=True, env={"PATH": str(env_dir / "bin"), "HOME": str(root)})
+                   check=True, env={"PATH": f"{env_dir / 'bin'}:{tools}", "HOME": str(root)})
     print(f"\nwheel installed in {time.perf_counter() - t0:.1f} s (no compiler on PATH)")
     # then this environment's packages, after the fresh one's own (tensorconv: the wheel's)
     (site / "zz_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
