@@ -7,7 +7,7 @@
 #   scripts/gpu-wheel-check.sh [WHEEL] [OUTDIR]     (default: the newest dist/cuda/*.whl, ./wheel-check-out)
 # The NVIDIA wheels: .whl/nvidia_{cufft,cublas,nvjitlink}-*.whl when carried, else copies of the
 # toolkit's libcufft.so.12, libcublas.so.13, libcublasLt.so.13 put where those wheels put them.
-# Settings: PYTHON (python3), VENV (/tmp/tc-wheel-venv), GPU_S / PTX_S (time limits, 480 / 420 s),
+# Settings: STAGES ("probe gpu ptx"; each under 10 minutes, so one call may take some), PYTHON (python3), VENV (/tmp/tc-wheel-venv), GPU_S / PTX_S (time limits, 480 / 420 s),
 # PYTEST_ARGS (-m gpu -q -x tests), PTX_ARGS (the PTX run's tests: test_gpu_core, test_im2tensor,
 # test_fir, test_toeplitz_tc).
 set -uo pipefail
@@ -23,7 +23,7 @@ echo "wheel: $whl ($(du -h "$whl" | cut -f1))" | tee "$out/summary.txt"
 rm -rf "$venv"
 "$py" -m venv --system-site-packages "$venv"  # numpy, scipy, pytest ... from the machine
 t0=$(date +%s%N)
-PATH="$venv/bin" "$venv/bin/python" -m pip install -q --no-index --no-deps "$whl"
+PATH="$venv/bin" "$venv/bin/python" -m pip install -q --no-index --no-deps --ignore-installed "$whl"
 echo "install: $(( ($(date +%s%N) - t0) / 1000000 )) ms (no compiler on PATH)" | tee -a "$out/summary.txt"
 ls .whl/*.whl > /dev/null 2>&1 && "$venv/bin/python" -m pip install -q --no-index --find-links .whl \
   astropy dask distributed 2>/dev/null
@@ -39,6 +39,9 @@ fi
 ldp=$(echo "${LD_LIBRARY_PATH:-}" | tr ':' '\n' | grep -v -i cuda | paste -sd: -)
 run() { env LD_LIBRARY_PATH="$ldp" PYTHONPATH= CUDA_HOME= CUDA_PATH= "$@"; }
 
+stages=" ${STAGES:-probe gpu ptx} "
+export CUDA_CACHE_MAXSIZE=4294967296  # the PTX run's JIT output kept for the next one
+if [[ $stages == *" probe "* ]]; then
 run "$venv/bin/python" - > "$out/probe.txt" 2>&1 <<'PY'
 import time, resource
 t = time.perf_counter()
@@ -61,11 +64,15 @@ PY
 cat "$out/probe.txt" | head -12 | tee -a "$out/summary.txt"
 grep -q "cufft from $site/nvidia/cu13/lib" "$out/probe.txt" && echo "cuFFT from the pip layout: ok" \
   | tee -a "$out/summary.txt" || echo "cuFFT NOT from the pip layout" | tee -a "$out/summary.txt"
+fi
 
+if [[ $stages == *" gpu "* ]]; then
 timeout "${GPU_S:-480}" env LD_LIBRARY_PATH="$ldp" PYTHONPATH= "$venv/bin/python" -m pytest \
   -p no:cacheprovider ${PYTEST_ARGS:--m gpu -q -x tests} > "$out/gpu-tests.txt" 2>&1
 echo "gpu tests: rc=$? $(tail -1 "$out/gpu-tests.txt")" | tee -a "$out/summary.txt"
+fi
 
+if [[ $stages == *" ptx "* ]]; then
 timeout "${PTX_S:-420}" env CUDA_FORCE_PTX_JIT=1 LD_LIBRARY_PATH="$ldp" PYTHONPATH= \
   "$venv/bin/python" -m pytest -p no:cacheprovider -q -m gpu \
   ${PTX_ARGS:-tests/test_gpu_core.py tests/test_im2tensor.py tests/test_fir.py tests/test_toeplitz_tc.py} \
@@ -73,3 +80,4 @@ timeout "${PTX_S:-420}" env CUDA_FORCE_PTX_JIT=1 LD_LIBRARY_PATH="$ldp" PYTHONPA
 echo "CUDA_FORCE_PTX_JIT=1 tests: rc=$? $(tail -1 "$out/ptx-tests.txt")" | tee -a "$out/summary.txt"
 CUDA_FORCE_PTX_JIT=1 run "$venv/bin/python" -c "import tensorconv as tc; print(tc.methods_table())" \
   > "$out/ptx-methods.txt" 2>&1
+fi
