@@ -181,13 +181,14 @@ _ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
 def test_no_environment_variable_chooses_a_plans_code_path():
-    """Plans read PlanOptions; the only getenv left is cpu_features.cpp's machine caps
-    (TENSORCONV_FORCE_AVX2 / _PORTABLE)."""
+    """Plans read PlanOptions; the only getenv left are cpu_features.cpp's machine caps
+    (TENSORCONV_FORCE_AVX2 / _PORTABLE) and cuda_libs.cpp's library search (CUDA_HOME,
+    CUDA_PATH, LD_LIBRARY_PATH: where cuFFT / cuBLAS are, not which code runs)."""
     sources = [p for p in (_ROOT / "csrc").rglob("*")
                if p.suffix in (".cpp", ".cu", ".cuh", ".hpp")]
     assert sources, "the C++ sources are part of the checkout the tests run from"
     readers = sorted(str(p.relative_to(_ROOT)) for p in sources if "getenv(" in p.read_text())
-    assert readers == ["csrc/cpu/cpu_features.cpp"], readers
+    assert readers == ["csrc/cpu/cpu_features.cpp", "csrc/cuda/runtime/cuda_libs.cpp"], readers
 
 
 def test_version_is_pyprojects():

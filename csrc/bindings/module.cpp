@@ -104,6 +104,11 @@ void run_stack(Plan& p, std::uintptr_t in_ptr, std::int64_t batch, std::int64_t 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "tensorconv C++/CUDA core";
   m.attr("WITH_CUDA") = built_with_cuda();
+#ifdef TC_CUDA_ARCHS
+  m.attr("CUDA_ARCHS") = TC_CUDA_ARCHS;  // CMAKE_CUDA_ARCHITECTURES, comma-separated
+#else
+  m.attr("CUDA_ARCHS") = "";
+#endif
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -119,6 +124,16 @@ PYBIND11_MODULE(_core, m) {
   m.def("cuda_unavailable_reason", &cuda_unavailable_reason);
   m.def("cuda_compute_capability", &cuda_compute_capability);
   m.def("cuda_device_name", &cuda_device_name, "Name of the current CUDA device, \"\" when none.");
+  m.def("set_cuda_library_dirs", &set_cuda_library_dirs,
+        "Folders searched first for cuFFT and cuBLAS (tensorconv/__init__.py passes the NVIDIA "
+        "pip wheels' lib folders).");
+  m.def(
+      "cuda_library_path",
+      [](const std::string& lib) {
+        if (lib != "cufft" && lib != "cublas") throw ValueError("library: 'cufft' or 'cublas'");
+        return cuda_library_path(lib == "cufft" ? CudaLibrary::cufft : CudaLibrary::cublas);
+      },
+      "Where cuFFT / cuBLAS was loaded from, \"\" before first use or when it could not be.");
 
   m.def(
       "fma_peak_gflops",
@@ -166,7 +181,8 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("takes_factors", &MethodRow::takes_factors)
       .def_readonly("translation_invariant", &MethodRow::translation_invariant)
       .def_readonly("exact_note", &MethodRow::exact_note)
-      .def_readonly("kernel_stack", &MethodRow::kernel_stack);
+      .def_readonly("kernel_stack", &MethodRow::kernel_stack)
+      .def_readonly("min_compute_capability", &MethodRow::min_compute_capability);
   m.def("methods", [] {
     std::vector<MethodRow> rows;
     for (const auto& info : registry()) rows.push_back(method_row(info));

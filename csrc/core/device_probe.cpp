@@ -1,9 +1,18 @@
-// Runtime CUDA probes. With the static runtime these never throw: no driver or no device simply
-// reads as "unavailable" with CUDA's own message.
+// Runtime CUDA probes. With the static runtime these never throw: no driver, a driver older than
+// the runtime, no device, or no code in this build for the device simply reads as "unavailable"
+// with one line saying why. The device probe runs once per process.
+#include <mutex>
+
 #include "registry.hpp"
 
 #ifdef TC_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "cuda/runtime/cuda_libs.hpp"
+
+namespace tc::cuda {
+std::string kernel_image_error(int cc, int* code_arch);  // kernel_image.cu
+}
 #endif
 
 namespace tc {
@@ -16,49 +25,95 @@ bool built_with_cuda() {
 #endif
 }
 
-std::string cuda_unavailable_reason() {
+namespace {
+struct Probe {
+  std::string reason;  // "" when usable
+  int cc = 0, code_arch = 0;
+  std::string name;
+};
+
+const Probe& probe() {
+  static Probe p;
+  static std::once_flag once;
+  std::call_once(once, [] {
 #ifdef TC_WITH_CUDA
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky-free error so later calls start clean
-    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice)
-      return std::string("no usable CUDA device (no NVIDIA driver, or one older than this CUDA "
-                         "runtime needs): ") + cudaGetErrorString(e);
-    return std::string("no usable CUDA device: ") + cudaGetErrorString(e);
-  }
-  if (n == 0) return "no CUDA device found";
-  return "";
+    int n = 0, driver = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // clear it so later calls start clean
+      const std::string rt = std::to_string(CUDART_VERSION / 1000) + "." +
+                             std::to_string(CUDART_VERSION % 1000 / 10);
+      if (e == cudaErrorInsufficientDriver) cudaDriverGetVersion(&driver);
+      if (e == cudaErrorInsufficientDriver && driver == 0) {  // the runtime found no libcuda
+        p.reason = "no NVIDIA driver (libcuda.so.1 not found)";
+      } else if (e == cudaErrorInsufficientDriver) {
+        p.reason = "the NVIDIA driver is too old for this build's CUDA " + rt + " runtime" +
+                   " (the driver supports CUDA " + std::to_string(driver / 1000) + "." +
+                   std::to_string(driver % 1000 / 10) + "); update the driver";
+      } else if (e == cudaErrorNoDevice) {
+        p.reason = "no CUDA device found";
+      } else {
+        p.reason = std::string("no usable CUDA device (no NVIDIA driver?): ") +
+                   cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
+      }
+      return;
+    }
+    if (n == 0) {
+      p.reason = "no CUDA device found";
+      return;
+    }
+    int dev = 0, major = 0, minor = 0;
+    cudaDeviceProp prop{};
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+      cudaGetLastError();
+      p.reason = "no usable CUDA device: cudaGetDeviceProperties failed";
+      return;
+    }
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    p.cc = major * 10 + minor;
+    p.name = prop.name;
+    p.reason = cuda::kernel_image_error(p.cc, &p.code_arch);
 #else
-  return "tensorconv was built without CUDA (nvcc not found at build time)";
+    p.reason = "tensorconv was built without CUDA (TENSORCONV_CUDA=OFF, or no nvcc at build time)";
+#endif
+  });
+  return p;
+}
+}  // namespace
+
+std::string cuda_unavailable_reason() { return probe().reason; }
+
+bool cuda_available() { return probe().reason.empty(); }
+
+int cuda_compute_capability() { return cuda_available() ? probe().cc : 0; }
+
+std::string cuda_device_name() { return cuda_available() ? probe().name : ""; }
+
+int cuda_code_arch() { return cuda_available() ? probe().code_arch : 0; }
+
+std::string cuda_library_unavailable_reason(CudaLibrary lib) {
+#ifdef TC_WITH_CUDA
+  return cuda_libs::unavailable_reason(lib);
+#else
+  return lib == CudaLibrary::none ? "" : "tensorconv was built without CUDA";
 #endif
 }
 
-bool cuda_available() { return cuda_unavailable_reason().empty(); }
-
-int cuda_compute_capability() {
+std::string cuda_library_path(CudaLibrary lib) {
 #ifdef TC_WITH_CUDA
-  if (!cuda_available()) return 0;
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major * 10 + minor;
+  return cuda_libs::loaded_path(lib);
 #else
-  return 0;
+  (void)lib;
+  return "";
 #endif
 }
 
-std::string cuda_device_name() {
+void set_cuda_library_dirs(std::vector<std::string> dirs) {
 #ifdef TC_WITH_CUDA
-  if (!cuda_available()) return "";
-  int dev = 0;
-  cudaDeviceProp prop{};
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
-    return "";
-  return prop.name;
+  cuda_libs::set_search_dirs(std::move(dirs));
 #else
-  return "";
+  (void)dirs;
 #endif
 }
 

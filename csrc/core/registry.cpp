@@ -74,7 +74,8 @@ const std::vector<MethodInfo>& registry() {
        "by C2C transforms; per-image kernels as batched transforms of the kernels' spectra "
        "(real fp16fp32/fp32/fp64 device stacks)",
        nullptr, nullptr, /*complex_native=*/true, /*takes_factors=*/false,
-       /*translation_invariant=*/false, nullptr, nullptr, /*kernel_stack=*/true},
+       /*translation_invariant=*/false, nullptr, nullptr, /*kernel_stack=*/true,
+       CudaLibrary::cufft},
       // im2tensor (Seznec et al. 2022), csrc/cuda/methods/im2tensor/. sm_80: bf16, tf32 and DMMA WMMA.
       {"im2tensor", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
        TC_CUDA_FACTORY(make_im2tensor_plan),
@@ -94,7 +95,10 @@ const std::vector<MethodInfo>& registry() {
       {"im2tensor_cublas", Device::cuda,
        {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 80,
        TC_CUDA_FACTORY(make_im2tensor_cublas_plan),
-       "im2tensor reference: explicit S, cuBLAS strided batched GEMM, Tr+ pass"},
+       "im2tensor reference: explicit S, cuBLAS strided batched GEMM, Tr+ pass",
+       nullptr, nullptr, /*complex_native=*/false, /*takes_factors=*/false,
+       /*translation_invariant=*/false, nullptr, nullptr, /*kernel_stack=*/false,
+       CudaLibrary::cublas},
       // Bilateral filter (Kondo et al. 2022's LTV case): not linear, so reached only through
       // tensorconv.filters.bilateral (csrc/cpu/bilateral.cpp, csrc/cuda/methods/bilateral/).
       {"bilateral_cpu", Device::cpu, {P::fp32, P::fp64}, 0, &make_bilateral_cpu_plan,
@@ -195,6 +199,7 @@ MethodRow method_row(const MethodInfo& m) {
   r.translation_invariant = m.translation_invariant;
   r.exact_note = m.exact_note ? m.exact_note : "";
   r.kernel_stack = m.kernel_stack;
+  r.min_compute_capability = m.min_compute_capability;
   return r;
 }
 
@@ -212,15 +217,23 @@ bool supports(const MethodInfo& m, Precision p) {
 
 std::string unavailable_reason(const MethodInfo& m) {
   if (m.device == Device::cpu) return m.factory || m.entry_point ? "" : "not built";
-  if (!built_with_cuda()) return "tensorconv was built without CUDA (nvcc not found at build time)";
+  if (!built_with_cuda()) return "tensorconv was built without CUDA (TENSORCONV_CUDA=OFF, or no nvcc at build time)";
   if (!m.factory && !m.entry_point) return "not built";
   std::string why = cuda_unavailable_reason();
-  if (!why.empty()) return why;
+  // a missing library is named even without a device, so a machine can be checked before use
+  const std::string lib = cuda_library_unavailable_reason(m.library);
+  if (!why.empty()) return lib.empty() ? why : why + "; and " + lib;
+  if (!lib.empty()) return lib;
   int cc = cuda_compute_capability();
   if (cc < m.min_compute_capability)
     return "needs compute capability " + std::to_string(m.min_compute_capability / 10) + "." +
            std::to_string(m.min_compute_capability % 10) + ", device has " +
            std::to_string(cc / 10) + "." + std::to_string(cc % 10);
+  const int code = cuda_code_arch();
+  if (code < m.min_compute_capability)
+    return "needs code compiled for sm_" + std::to_string(m.min_compute_capability) +
+           ", this build runs compute_" + std::to_string(code) + " code on this GPU (PTX; add " +
+           std::to_string(cc) + " to CMAKE_CUDA_ARCHITECTURES)";
   return "";
 }
 

@@ -127,6 +127,10 @@ class Plan {
 
 using PlanFactory = std::unique_ptr<Plan> (*)(const PlanRequest&);
 
+// A CUDA library a method calls, opened at run time (csrc/cuda/runtime/cuda_libs.cpp), never
+// linked: without it the method is unavailable with a reason that names the pip package.
+enum class CudaLibrary : int { none, cufft, cublas };
+
 struct MethodInfo {
   const char* name;
   Device device;
@@ -157,6 +161,8 @@ struct MethodInfo {
   // stack of images with them in one call; other methods get per-image kernels from Python as
   // one plan per kernel (tensorconv._perimage).
   bool kernel_stack = false;
+  // The CUDA library its plans call (cuFFT, cuBLAS), or none.
+  CudaLibrary library = CudaLibrary::none;
 };
 
 const std::vector<MethodInfo>& registry();
@@ -175,6 +181,7 @@ struct MethodRow {
   bool complex_native = false, takes_factors = false, translation_invariant = false;
   std::string exact_note;
   bool kernel_stack = false;
+  int min_compute_capability = 0;
 };
 MethodRow method_row(const MethodInfo& m);
 const MethodInfo& find_method(const std::string& name);  // ValueError listing the names
@@ -196,5 +203,15 @@ bool cuda_available();
 std::string cuda_unavailable_reason();  // "" when a device is usable
 int cuda_compute_capability();          // of the current device, 0 when none
 std::string cuda_device_name();         // of the current device, "" when none
+// The architecture this build's code for the current device was compiled for (e.g. 80 when the
+// driver runs compute_80 PTX on a Hopper, CUDA_FORCE_PTX_JIT=1 included): code compiled only
+// `#if __CUDA_ARCH__ >= 900` is absent below 90. 0 when no device is usable.
+int cuda_code_arch();
+// "" when `lib` can be opened (none: always), else why not, naming its pip package.
+std::string cuda_library_unavailable_reason(CudaLibrary lib);
+// Where `lib` was opened from, "" before its first use or when it could not be.
+std::string cuda_library_path(CudaLibrary lib);
+// Folders searched for the CUDA libraries before the system's (the NVIDIA pip wheels').
+void set_cuda_library_dirs(std::vector<std::string> dirs);
 
 }  // namespace tc

@@ -2,6 +2,26 @@
 behind scipy.signal's API, with the accuracy of every method measured against float64."""
 
 from . import _core
+
+
+def _cuda_library_dirs() -> list:
+    """The NVIDIA pip wheels' library folder (nvidia-cufft, nvidia-cublas: nvidia/cu13/lib) in
+    this package's site-packages and every other one on sys.path: cuFFT and cuBLAS are opened
+    from there first, at their first use (csrc/cuda/runtime/cuda_libs.cpp)."""
+    import os
+    import sys
+
+    roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + sys.path
+    dirs = []
+    for root in roots:
+        d = os.path.join(root or ".", "nvidia", "cu13", "lib")
+        if d not in dirs and os.path.isdir(d):
+            dirs.append(d)
+    return dirs
+
+
+if _core.WITH_CUDA:
+    _core.set_cuda_library_dirs(_cuda_library_dirs())
 from ._api import PRECISIONS, Plan, convolve2d, correlate2d, default_precision, plan
 from ._api import calibrate_cpu, clear_plan_cache, plan_cache_info, set_plan_cache_limit
 from ._api import Explanation, explain

@@ -20,7 +20,19 @@ import math
 import os
 
 import numpy as np
-import scipy.fft as sfft
+
+
+class _ScipyFft:
+    """scipy.fft, imported at its first use: importing it costs a third of a second, more than
+    the rest of `import tensorconv`."""
+
+    def __getattr__(self, name):
+        import scipy.fft
+
+        return getattr(scipy.fft, name)
+
+
+sfft = _ScipyFft()
 
 from . import _cpu_constants
 

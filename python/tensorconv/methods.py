@@ -66,6 +66,8 @@ class MethodInfo(NamedTuple):
     exact_note: str = ""
     # takes a stack of per-image kernels in one plan and one call (else one plan per kernel)
     kernel_stack: bool = False
+    # the oldest GPU it runs on, e.g. 80 (compute capability 8.0); 0 for CPU methods
+    min_compute_capability: int = 0
 
     def translation_period(self, precision: str, kh: int, kw: int,
                            complex_data: bool = False) -> tuple:
@@ -121,12 +123,43 @@ def takes_complex(m: MethodInfo) -> str:
     return "native" if m.complex_native else "as real parts"
 
 
+def _built_targets() -> list:
+    """(compute capability, kind) per CMAKE_CUDA_ARCHITECTURES entry of this build: kind "sass"
+    (runs on the same major, this minor or later), "sass-a" (the "a" targets: that GPU only) or
+    "ptx" (compiled by the driver for that capability and every later one)."""
+    out = []
+    for entry in filter(None, str(getattr(_core, "CUDA_ARCHS", "")).split(",")):
+        arch, _, kind = entry.strip().partition("-")
+        cc = int(arch.rstrip("af"))
+        if kind in ("", "real"):
+            out.append((cc, "sass-a" if arch[-1] in "af" else "sass"))
+        if kind in ("", "virtual"):  # "a" PTX (compute_90a) runs on that GPU only
+            out.append((cc, "sass-a" if arch[-1] in "af" else "ptx"))
+    return out
+
+
+def gpu_archs(m: MethodInfo) -> str:
+    """The GPUs a CUDA method of this build runs on, e.g. "sm_80+" or "sm_90" ("" for CPU
+    methods, "none" when the build has no code its compute capability allows)."""
+    if m.device != "cuda" or not _core.WITH_CUDA:
+        return ""
+    low = max(m.min_compute_capability, 1)
+    ptx = [cc for cc, kind in _built_targets() if kind == "ptx"]
+    if ptx:  # the driver compiles it for any GPU from the oldest PTX (and its minimum) on
+        return f"sm_{max(min(ptx), low)}+"
+    sass = sorted({(cc, k) for cc, k in _built_targets() if cc >= low or (k == "sass" and
+                                                                          cc // 10 >= low // 10)})
+    names = [f"sm_{cc}" if k == "sass-a" else f"sm_{max(cc, low)}-{cc // 10}9" for cc, k in sass]
+    return ", ".join(names) or "none"
+
+
 def methods_table() -> str:
     """`methods` as a Markdown table.
 
     Columns: method, device, precisions, how it takes complex data, whether tiles give the
-    one-call bits (tile-exact), whether a stack of per-image kernels runs natively,
-    and whether it is available here (or why not).
+    one-call bits (tile-exact), whether a stack of per-image kernels runs natively, the GPUs
+    this build's code for it runs on (GPU archs: the build's CMAKE_CUDA_ARCHITECTURES and the
+    method's minimum compute capability), and whether it is available here (or why not).
 
     Returns
     -------
@@ -137,12 +170,12 @@ def methods_table() -> str:
     --------
     >>> import tensorconv as tc
     >>> print(tc.methods_table().splitlines()[0])
-    | method | device | precisions | complex | tile-exact | per-image kernels | available |
+    | method | device | precisions | complex | tile-exact | per-image kernels | GPU archs | available |
     >>> "| direct | cpu |" in tc.methods_table()
     True
     """
     lines = ["| method | device | precisions | complex | tile-exact | per-image kernels | "
-             "available |", "|---|---|---|---|---|---|---|"]
+             "GPU archs | available |", "|---|---|---|---|---|---|---|---|"]
     for m in methods():
         avail = "yes" if m.available else f"no: {m.reason}"
         if m.available and m.note:
@@ -154,5 +187,7 @@ def methods_table() -> str:
             exact += f" ({m.exact_note})"
         per = ("native" if m.kernel_stack else "one plan per kernel") \
             if m.entry == "correlate2d" else "-"
-        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {exact} | {per} | {avail} |")
+        archs = gpu_archs(m) or "-"
+        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {exact} | {per} | {archs} "
+                     f"| {avail} |")
     return "\n".join(lines)

@@ -757,7 +757,9 @@ class Plan final : public CudaPlan {
           at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
           at[0].val.programmaticStreamSerializationAllowed = 1;
           cfg.attrs = at;
-          cfg.numAttrs = 1;
+          // only where the kernel's code waits (griddepcontrol, compiled for sm_90 on): code
+          // from older PTX (e.g. compute_80 compiled by the driver for a Hopper) runs in order
+          cfg.numAttrs = cuda_code_arch() >= 90 ? 1 : 0;
           TC_CUDA_CHECK(cudaLaunchKernelEx(&cfg, recombine_edges_kernel<typename T::Part, Out>,
                                            static_cast<const typename T::Part*>(ws_.get()), g,
                                            out, out_ld, a.nf));

@@ -80,10 +80,8 @@ class SeparablePlan final : public CudaPlan {
   static constexpr int min_taps() { return P == Precision::tf32 ? 13 : 25; }
   bool use_tc(int kh, int kw, int nd) const {
     if (!kMma<typename Mma::Col>) return false;
-    if (!kMma<typename Mma::Row>) {  // fp64 MMAs: sm_90 on
-      int major = 0;
-      TC_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device()));
-      if (major < 9) return false;
+    if (!kMma<typename Mma::Row>) {  // fp64 MMAs: code compiled for sm_90 on
+      if (cuda_code_arch() < 90) return false;
     }
     const int side = kMma<typename Mma::Row> ? std::min(kh, kw) : kh;
     if (band_chunks(side) < nd - 1) return false;
