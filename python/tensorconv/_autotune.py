@@ -302,7 +302,6 @@ def tune(sizes=TUNE_SIZES, kernels=TUNE_KERNELS, precisions=PRECISIONS, *,
     ...     model = tc.tune(sizes=(1024,), kernels=(3, 15), precisions=("fp32",), budget_s=60)
     """
     from . import _plan_cache, cuda_available
-    from .bench import _report
     from .bench._sweep import Part, Sweep
     from .bench._timing import Device
 
@@ -345,11 +344,25 @@ def tune(sizes=TUNE_SIZES, kernels=TUNE_KERNELS, precisions=PRECISIONS, *,
     else:
         model["path"] = None
     if out is not None:
-        env = _report.environment(device)
-        doc = _report.document(env, sweep.rows, title="tensorconv.tune()",
-                               seconds=model["seconds"], skipped_for_time=sweep.skipped_for_time)
-        model["rows_file"] = str(_report.write(doc, Path(out), f"tune_{_report.slug(device)}")[0])
+        model["rows_file"] = str(_write_rows(Path(out), device, sweep.rows, model["seconds"],
+                                             sweep.skipped_for_time))
     return model
+
+
+def _write_rows(out: Path, device: str, rows: list, seconds: float, skipped: int) -> Path:
+    """tune()'s raw rows as a results file (tensorconv-bench --report draws its tables and
+    figures)."""
+    from . import __version__
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / ("tune_" + (re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "unknown")
+                  + ".json")
+    doc = {"device": device,
+           "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+           "tensorconv": __version__, "title": "tensorconv.tune()", "command": "tensorconv.tune()",
+           "seconds": seconds, "skipped_for_time": skipped, "rows": rows}
+    path.write_text(json.dumps(doc, indent=1))
+    return path
 
 
 def complete_points(rows, names) -> list:

@@ -26,6 +26,7 @@ first keeps the host's Python work out), 3 warm-ups, median of 20 (fewer for a c
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -214,6 +215,8 @@ def main(argv=None) -> int:
                          out=Path(a.out), **kw)
         except ValueError as e:
             raise SystemExit(f"tensorconv-bench: error: {e}") from None
+        doc = json.loads(Path(model["rows_file"]).read_text())  # its tables and figures too
+        _report.write(doc, Path(a.out), Path(model["rows_file"]).stem)
         print(f"cost model of {len(model['points'])} points saved to {model['path']}")
         return 0
 
