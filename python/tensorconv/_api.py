@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _autotune, _bounds, _core, _cpu_cost, _plan_cache
+from . import _autotune, _bounds, _core, _cpu_cost, _fft_guard, _plan_cache
 from ._arrays import _NP_DTYPES, NumpyBackend, backend_of, pad_sources
 from ._factors import rank_factors
 from .methods import methods as _methods
@@ -200,8 +200,16 @@ def _cpu_preference(precision: str, kernel: np.ndarray | None, image_shape) -> l
         return []
     if not np.isfinite(kernel).all():
         return ["direct"]
-    t = _cpu_cost.predict(precision, image_shape, kernel.shape)
+    t = _cpu_costs(precision, image_shape, kernel)
     return sorted(t, key=t.get)
+
+
+def _cpu_costs(precision: str, image_shape, kernel: np.ndarray) -> dict:
+    """Predicted seconds of each CPU method as 'auto' compares them: fft_cpu's with its accuracy
+    check and the margin it must win by (_fft_guard.predicted_cost)."""
+    t = _cpu_cost.predict(precision, image_shape, kernel.shape)
+    t["fft_cpu"] = _fft_guard.predicted_cost(t["fft_cpu"], kernel)
+    return t
 
 
 def choose_method(precision: str, on_device: bool, macs: float = 0.0,
@@ -371,6 +379,9 @@ class Plan:
         self._finite_fallback = (
             make_core_plan(_FINITE_FALLBACK[method], k64, ph, pw, self.precision)
             if self._fallback_ok and method not in _REAL_LOCAL else None)
+        # 'auto' chose fft_cpu: the accuracy rule's per-call part (_fft_guard)
+        self._guard = (_fft_guard.FftGuard(k64, ki64, ph, pw, self.precision)
+                       if auto and method == "fft_cpu" else None)
         self._k64, self._ki64, self._padded = k64, ki64, (ph, pw)
         self._plan_c = None  # the method's own complex plan, made at the first complex call
         self._sources = None  # host padding as source indices (CUDA plans, made at first use)
@@ -414,22 +425,35 @@ class Plan:
         if b.row_stride(x) != x.shape[-1]:
             x = b.to_storage(x, storage)
         out = b.empty(tuple(x.shape[:-2]) + self.out_shape, storage, like=x)
+        if plan is self._plan and self._guard is not None:
+            return self._guarded(b, x, out, storage)
+        getattr(plan, "run_batch" if x.ndim == 3 else "run")(*self._run_args(b, x, out, storage))
+        return out
+
+    @staticmethod
+    def _run_args(b, x, out, storage):
         if x.ndim == 3:  # one C++ call: the kernel state is shared, the method batches
-            args = (b.pointer(x), x.shape[0], b.batch_stride(x), x.shape[1], x.shape[2],
+            return (b.pointer(x), x.shape[0], b.batch_stride(x), x.shape[1], x.shape[2],
                     b.row_stride(x), b.pointer(out), b.batch_stride(out), out.shape[1],
                     out.shape[2], b.row_stride(out), storage, b.on_device, b.stream(x))
-            run = "run_batch"
-        else:
-            args = (b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
-                    out.shape[0], out.shape[1], b.row_stride(out), storage, b.on_device,
-                    b.stream(x))
-            run = "run"
-        getattr(plan, run)(*args)
-        # 'auto' chose fft_cpu: an image holding NaN/inf runs again on a method that
-        # keeps them local. The test follows the launch, so the device's work is queued before
-        # the host waits for the test's answer.
-        if plan is self._plan and self._finite_fallback is not None and not b.all_finite(x):
-            getattr(self._finite_fallback, run)(*args)
+        return (b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
+                out.shape[0], out.shape[1], b.row_stride(out), storage, b.on_device,
+                b.stream(x))
+
+    def _guarded(self, b, x, out, storage):
+        """'auto' chose fft_cpu (host arrays): an image holding NaN/inf (a transform spreads
+        them), or integers only with an integer kernel (the direct sum is exact), runs direct;
+        otherwise the transform, and direct again for each image whose outputs the transform
+        may round beyond the accuracy rule's bound (_fft_guard)."""
+        direct = self._finite_fallback
+        run = "run_batch" if x.ndim == 3 else "run"
+        if not b.all_finite(x) or self._guard.runs_direct_first((x,)):
+            getattr(direct, run)(*self._run_args(b, x, out, storage))
+            return out
+        getattr(self._plan, run)(*self._run_args(b, x, out, storage))
+        for i in self._guard.unsafe(x, out):
+            xi, oi = (x[i], out[i]) if x.ndim == 3 else (x, out)
+            direct.run(*self._run_args(b, xi, oi, storage))
         return out
 
     def _host_staged(self, b, plan, x, fill, storage):
@@ -489,6 +513,17 @@ class Plan:
         return self._real(b, self._plan_c, image, complex(fill),
                           _COMPLEX_STORAGE[self.precision])
 
+    def _complex_native_guarded(self, b, image, fill):
+        """fft_cpu's complex transforms under the accuracy rule (_fft_guard): the result, or
+        None where the parts must run direct instead (integers only with an integer kernel, or
+        outputs the transform may round beyond the bound)."""
+        storage = _COMPLEX_STORAGE[self.precision]
+        x = b.pad(b.to_storage(image, storage), self.pads, self.boundary, complex(fill))
+        if self._guard.runs_direct_first((x.real, x.imag)):
+            return None
+        out = self._complex_native(b, image, fill)
+        return None if self._guard.unsafe(x, out, magnitude=np.abs(x)) else out
+
     def __call__(self, image):
         """Correlate one (H, W) image, or every image of a (B, H, W) stack (B >= 1; the result
         is (B, *out_shape)), with the plan's kernel. NumPy, CuPy and PyTorch-CUDA arrays."""
@@ -510,8 +545,13 @@ class Plan:
         _check_complex_method(self.method)
         pr, pi = self._plan, self._plan_i
         if self._native:
-            if not self._fallback_ok or _finite_data(b, image, complex_image, fill):
+            if not self._fallback_ok:
                 return self._complex_native(b, image, fill)
+            if _finite_data(b, image, complex_image, fill):
+                out = (self._complex_native(b, image, fill) if self._guard is None
+                       else self._complex_native_guarded(b, image, fill))
+                if out is not None:
+                    return out
             # 'auto' picked a spectral method and the complex data holds NaN/inf: the parts run
             # on the fallback method's plans, which keep them local
             pr, pi = self._fallback_real(), self._fallback_imag()
@@ -794,9 +834,15 @@ def explain(image_shape, kernel_shape, precision: str = "fp32", device=None, *,
             why += f"; NumPy data go to the GPU above {_AUTO_GPU_MIN_MACS:.0e} multiply-adds " \
                    f"(this problem: {macs:.3g})"
         return Explanation(method, "cuda", why, times, excluded)
-    t = _cpu_cost.predict(precision, (ph, pw), (kh, kw)) if np.isfinite(kernel).all() else {}
+    t = _cpu_costs(precision, (ph, pw), kernel) if np.isfinite(kernel).all() else {}
     why = ("fastest predicted CPU method (this machine's calibrated cost model, "
-           "tensorconv.calibrate_cpu())" if t else "the only CPU method that keeps NaN/inf local")
+           "tensorconv.calibrate_cpu(); fft_cpu's time with its accuracy check, times "
+           f"{_fft_guard.MIN_GAIN:g}, the margin it must win by)" if t
+           else "the only CPU method that keeps NaN/inf local")
+    if method == "fft_cpu":
+        why += ("; per call, images whose outputs the transform would round beyond "
+                "sqrt(eps) of their own scale, or integer images with an integer kernel, "
+                "run direct (tensorconv._fft_guard)")
     if not on_device and any(m.device == "cuda" and m.available for m in _methods()):
         why += f"; NumPy data stay on the CPU below {_AUTO_GPU_MIN_MACS:.0e} multiply-adds " \
                f"(this problem: {macs:.3g})"
