@@ -94,7 +94,7 @@ def result_dtype(*dtype_strs: str) -> np.dtype:
     return np.result_type(*[np.dtype(d) if d != "bfloat16" else np.float32 for d in dtype_strs])
 
 
-def _check_array(x, backend, name: str, ndims=(2,)):
+def _check_array(x, backend, name: str, ndims=(2,), allow_empty=False):
     kind = backend.dtype_kind(x)
     if kind not in "biufc":
         raise TypeError(f"{name} has dtype {backend.dtype_str(x)}; expected a numeric array "
@@ -105,7 +105,7 @@ def _check_array(x, backend, name: str, ndims=(2,)):
         hint = (" (pass batch=True for a (B, H, W) stack of images)"
                 if x.ndim == 3 and 3 not in ndims and name == "in1" else "")
         raise ValueError(f"{name} must be {want}, got ndim={x.ndim}{hint}")
-    if 0 in tuple(x.shape):
+    if 0 in tuple(x.shape) and not allow_empty:
         what = " (a stack of no images)" if x.ndim == 3 and x.shape[0] == 0 else ""
         raise ValueError(f"{name} is empty{what} (shape {tuple(x.shape)})")
 
@@ -663,8 +663,9 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
     in1, in2 = b1.asarray(in1), b2.asarray(in2)
     if not isinstance(batch, (bool, np.bool_)):
         raise TypeError(f"batch must be True or False, got {batch!r}")
-    _check_array(in1, b1, "in1", (3,) if batch else (2,))
-    _check_array(in2, b2, "in2")
+    _check_array(in1, b1, "in1", (3,) if batch else (2,),
+                 allow_empty=not (batch and in1.ndim == 3 and in1.shape[0] == 0))
+    _check_array(in2, b2, "in2", allow_empty=True)
     _check_mode(mode)
     rt = result_dtype(b1.dtype_str(in1), b2.dtype_str(in2))
     # integer and bool inputs come back in scipy's dtype; float and complex ones in the
@@ -704,6 +705,9 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
                              f"every dimension (got {s1} and {s2})")
         if not ok1:  # scipy swaps the inputs and flips the result
             in1, in2, b1, b2, swapped = in2, in1, b2, b1, True
+    if 0 in tuple(in1.shape) or 0 in tuple(in2.shape):
+        return _empty_result(in1, in2, b1, b2, mode, _check_boundary(boundary), fill,
+                             precision, convolve, out_dtype)
     device = "cuda" if b1.on_device else None
     options = check_options(options)
     key = fk or (None if b2.on_device or not isinstance(method, str) else _plan_cache.key(
@@ -718,6 +722,50 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
     # scipy flips a swapped correlation; convolution commutes, so it needs no flip
     out = b1.flip(out) if swapped and not convolve else out
     return b1.cast(out, out_dtype) if out_dtype is not None else out
+
+
+def _empty_result(in1, in2, b1, b2, mode, boundary, fill, precision, convolve, out_dtype):
+    """scipy.signal's result where an input has no elements (every case that returns rather
+    than crashes in scipy 1.17): the output shape scipy gives (full: s1 + s2 - 1, same: s1,
+    valid: s1 - s2 + 1 with the inputs swapped as scipy swaps them), every output the sum of
+    its window, which holds no image pixel: fill * sum of the taps with boundary 'fill', 0
+    with an empty kernel. scipy divides by zero (SIGFPE) on an empty image with 'wrap' or
+    'symm' and a non-empty output; that raises ValueError here."""
+    complex_data = "c" in (b1.dtype_kind(in1), b2.dtype_kind(in2)) or isinstance(fill, complex)
+    if complex_data and precision not in COMPLEX_PRECISIONS:
+        raise ValueError(f"complex data needs precision fp32 or fp64 (complex64 / complex128 "
+                         f"arithmetic); {precision!r} is unsupported with complex data")
+    lead = tuple(in1.shape[:-2])  # a stack's images
+    (h1, w1), (h2, w2) = in1.shape[-2:], in2.shape
+    if mode == "full":
+        shape = (h1 + h2 - 1, w1 + w2 - 1)
+    elif mode == "same":
+        shape = (h1, w1)
+    else:
+        shape = (h1 - h2 + 1, w1 - w2 + 1)
+    if min(shape) < 0:
+        raise ValueError(f"negative dimensions are not allowed: mode {mode!r} on inputs of "
+                         f"shapes {tuple(in1.shape[-2:])} and {tuple(in2.shape)} gives "
+                         f"{shape} (as scipy.signal)")
+    # (in1 is the image: scipy's swap in 'valid' mode has been made; there every window
+    # lies inside the image, so the outputs, if any, sum no taps or no pixels: 0)
+    value = 0.0
+    image_empty = h1 == 0 or w1 == 0
+    if min(shape) > 0 and image_empty and mode != "valid" and boundary != "fill":
+        raise ValueError(f"boundary {boundary!r} needs image pixels to extend, and this "
+                         f"image has none (shape {tuple(in1.shape[-2:])}); scipy.signal "
+                         "fails with a division by zero here")
+    if min(shape) > 0 and image_empty and math.prod(in2.shape) > 0 and mode != "valid":
+        # the image has no pixels: every window is padding
+        k = b2.to_host_complex128(in2)
+        value = complex(fill) * complex(k.sum() if convolve else np.conj(k).sum())
+    storage = _COMPLEX_STORAGE[precision] if complex_data else _STORAGE[precision]
+    like = in1 if b1.on_device else (in2 if b2.on_device else None)
+    b = b1 if b1.on_device or not b2.on_device else b2
+    out = b.empty(lead + shape, storage, like=like)
+    if math.prod(out.shape):
+        out[...] = value if complex_data else complex(value).real
+    return b.cast(out, out_dtype) if out_dtype is not None else out
 
 
 def calibrate_cpu(save: bool = True) -> dict:
@@ -741,6 +789,8 @@ def plan_cache_info() -> dict:
 
 def _integer_sums_inexact(in1, in2, b1, b2, rt) -> bool:
     """Whether some sum of products of these integer inputs may reach 2**53 (fp64 then rounds)."""
+    if 0 in tuple(in1.shape) or 0 in tuple(in2.shape):
+        return False  # no sums (or sums of the fill value: the empty-input rule)
     area1 = in1.shape[-2] * in1.shape[-1]  # one image of a stack
     if rt.itemsize <= 2:  # |x| < 2**16: products < 2**32, sums of < 2**21 terms stay exact
         return min(area1, in2.shape[0] * in2.shape[1]) >= 1 << 21
@@ -757,8 +807,22 @@ def _dtype_doc(f):
         "2**53, scipy\n    itself computes them); float and complex inputs give the precision's "
         "storage (float16,\n    float32, float64; complex64 for fp32, complex128 for fp64). "
         "`dtype` asks for another,\n    e.g. dtype=np.float64 for exact wide integer results."
-        "\n\n    batch=True: in1 is a (B, H, W) stack (B >= 1) and every image is processed with "
-        "the one\n    kernel in one call (result (B, ...)); the default is scipy's 2-D behaviour.")
+        "\n\n    batch=True: in1 is a (B, H, W) stack and every image is processed with "
+        "the one\n    kernel in one call (result (B, ...)); the default is scipy's 2-D behaviour."
+        "\n\n    Notes\n    -----\n"
+        "    Empty inputs (a dimension of 0) give scipy.signal's result: its shape (full: "
+        "s1 + s2 - 1,\n    same: s1, valid: s1 - s2 + 1 after scipy's swap), its dtype, and "
+        "its values (each output\n    sums a window without image pixels: fill * the sum of "
+        "the taps with boundary='fill' in\n    'full' mode, else 0); a negative "
+        "dimension raises ValueError, as in scipy.\n    Differences: an empty image with "
+        "boundary 'wrap' or 'symm' and a non-empty output raises\n    ValueError (scipy "
+        "1.17 dies of a division by zero, SIGFPE); bool inputs are accepted (scipy\n    "
+        "raises ValueError for them); a stack (batch=True) of no images raises ValueError, "
+        "one of\n    empty images gives each image's result.\n    method='auto' on the CPU takes fft_cpu only where it is predicted twice "
+        "as fast as direct\n    and, per call, where its rounding stays within sqrt(eps) of "
+        "every output's own scale\n    (sum |x||k| over the window) and the data are not all "
+        "integers; elsewhere direct, so that\n    the result keeps scipy's accuracy whatever "
+        "the machine's calibration (tensorconv._fft_guard).")
     return f
 
 
