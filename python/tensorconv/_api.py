@@ -158,6 +158,40 @@ def _check_fillvalue(fillvalue) -> complex | float:
     return c if c.imag != 0 else c.real
 
 
+def _fill_needs_scipys_check(rt: np.dtype, fillvalue) -> bool:
+    """Whether scipy might refuse this fill value for output type `rt`: integer outputs (a
+    value out of the type's range, a complex or float32-array fill), real outputs with a
+    complex-typed fill. bool and float16 are tensorconv's own (scipy takes neither)."""
+    if rt.kind == "b" or rt == np.float16:
+        return False
+    if isinstance(fillvalue, np.ndarray):  # scipy casts arrays safely only
+        return True
+    if rt.kind in "iu":
+        return not (type(fillvalue) is int and fillvalue == 0)
+    if rt.kind == "f":
+        return isinstance(fillvalue, complex) or np.asarray(fillvalue).dtype.kind == "c"
+    return False
+
+
+def _scipys_fill_check(rt: np.dtype, boundary, fillvalue) -> None:
+    """scipy converts the fill value to the output type directly and raises ValueError where
+    that conversion fails (NumPy's rules: a Python int out of range, a Python float too large
+    for an integer type, a complex fill with real data, an array needing an unsafe cast), even
+    where it then would not use it. The same call on one zero pixel gives scipy's verdict."""
+    import scipy.signal as ss
+
+    z = np.zeros((1, 1), rt)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ss.correlate2d(z, z, "full", boundary, fillvalue)
+        except ValueError as e:
+            raise ValueError(f"{e} (scipy.signal refuses fillvalue {fillvalue!r} for "
+                             f"{rt} data)") from None
+
+
 def _fill_for(fillvalue, complex_data: bool):
     if isinstance(fillvalue, complex) and not complex_data:
         raise ValueError("could not cast `fillvalue` directly to the output type (it was first "
@@ -688,7 +722,11 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
         _check_complex_method(method)
     if precision is None:
         precision = default_precision(b1.dtype_str(in1), b2.dtype_str(in2))
+    if _check_boundary(boundary) != "fill":
+        fillvalue = 0  # scipy neither reads nor checks it with 'wrap' or 'symm'
     fill = _check_fillvalue(fillvalue)
+    if dtype is None and _fill_needs_scipys_check(rt, fillvalue):
+        _scipys_fill_check(rt, boundary, fillvalue)
     if out_dtype is not None and out_dtype.kind in "biu" and not isinstance(fill, complex):
         fill = np.asarray(fill).astype(out_dtype).item()  # scipy casts it to the output type
     swapped = False
