@@ -22,8 +22,9 @@ DTYPES = [(np.float64, 2.0), (np.int32, 3), (np.complex128, 1.5 - 1j), (np.float
 
 def _scipy_crashes(s1, s2, mode, boundary):
     """Where scipy 1.17 divides by zero: boundary wrap/symm extending an image with no pixels
-    into a non-empty output ('valid' mode extends nothing)."""
-    if boundary == "fill" or mode == "valid" or 0 not in s1:
+    into a non-empty output, by a kernel with rows (its loop over them reads the image modulo
+    the image's extent; 'valid' mode extends nothing)."""
+    if boundary == "fill" or mode == "valid" or 0 not in s1 or s2[0] == 0:
         return False
     shape = (s1[0] + s2[0] - 1, s1[1] + s2[1] - 1) if mode == "full" else s1
     return min(shape) > 0

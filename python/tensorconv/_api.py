@@ -178,7 +178,10 @@ def _scipys_fill_check(rt: np.dtype, boundary, fillvalue) -> None:
     that conversion fails (NumPy's rules: a Python int out of range, a Python float too large
     for an integer type, a complex fill with real data, an array needing an unsafe cast), even
     where it then would not use it. The same call on one zero pixel gives scipy's verdict."""
-    import scipy.signal as ss
+    try:  # scipy's own function, even where scipy.signal's names point elsewhere (tests)
+        from scipy.signal import _signaltools as ss
+    except ImportError:  # pragma: no cover - a scipy without that module
+        import scipy.signal as ss
 
     z = np.zeros((1, 1), rt)
     import warnings
@@ -789,7 +792,8 @@ def _empty_result(in1, in2, b1, b2, mode, boundary, fill, precision, convolve, o
     # lies inside the image, so the outputs, if any, sum no taps or no pixels: 0)
     value = 0.0
     image_empty = h1 == 0 or w1 == 0
-    if min(shape) > 0 and image_empty and mode != "valid" and boundary != "fill":
+    # (scipy's loop over the kernel's rows reads the image modulo its extent: no rows, no fault)
+    if min(shape) > 0 and image_empty and mode != "valid" and boundary != "fill" and h2 > 0:
         raise ValueError(f"boundary {boundary!r} needs image pixels to extend, and this "
                          f"image has none (shape {tuple(in1.shape[-2:])}); scipy.signal "
                          "fails with a division by zero here")
@@ -853,9 +857,9 @@ def _dtype_doc(f):
         "its values (each output\n    sums a window without image pixels: fill * the sum of "
         "the taps with boundary='fill' in\n    'full' mode, else 0); a negative "
         "dimension raises ValueError, as in scipy.\n    Differences: an empty image with "
-        "boundary 'wrap' or 'symm' and a non-empty output raises\n    ValueError (scipy "
-        "1.17 dies of a division by zero, SIGFPE); bool inputs are accepted (scipy\n    "
-        "raises ValueError for them); a stack (batch=True) of no images raises ValueError, "
+        "boundary 'wrap' or 'symm', a kernel with rows and a\n    non-empty output raises "
+        "ValueError (scipy 1.17 dies of a division by zero,\n    SIGFPE); bool inputs are "
+        "accepted (scipy raises ValueError for them); a stack (batch=True) of no images raises ValueError, "
         "one of\n    empty images gives each image's result.\n    method='auto' on the CPU takes fft_cpu only where it is predicted twice "
         "as fast as direct\n    and, per call, where its rounding stays within sqrt(eps) of "
         "every output's own scale\n    (sum |x||k| over the window) and the data are not all "
