@@ -842,6 +842,25 @@ def _integer_sums_inexact(in1, in2, b1, b2, rt) -> bool:
     return m1 * m2 * terms >= 2.0**53
 
 
+_NOTES = """
+
+    Notes
+    -----
+    Empty inputs (a dimension of 0) give scipy.signal's result: its shape (full: s1 + s2 - 1,
+    same: s1, valid: s1 - s2 + 1 after scipy's swap), its dtype and its values (each output
+    sums a window without image pixels: fill * the sum of the taps with boundary='fill' in
+    'full' mode, else 0); a negative dimension raises ValueError, as in scipy. Differences:
+    an empty image extended by boundary 'wrap' or 'symm' with a kernel that has rows, into a
+    non-empty output, raises ValueError (scipy 1.17 dies of a division by zero, SIGFPE); bool
+    inputs are accepted (scipy raises ValueError for them); with batch=True a stack of no
+    images raises ValueError, a stack of empty images gives each image's result.
+
+    method='auto' on the CPU takes fft_cpu only where it is predicted twice as fast as direct
+    and, per call, where its rounding stays within sqrt(eps) of every output's own scale
+    (sum |x||k| over the window) and the data are not all integers; elsewhere direct, so the
+    result keeps scipy's accuracy whatever the machine's calibration (tensorconv._fft_guard)."""
+
+
 def _dtype_doc(f):
     f.__doc__ += (
         "\n\n    Integer and bool inputs give scipy's dtype (NumPy's promotion of the two: exact "
@@ -851,20 +870,7 @@ def _dtype_doc(f):
         "`dtype` asks for another,\n    e.g. dtype=np.float64 for exact wide integer results."
         "\n\n    batch=True: in1 is a (B, H, W) stack and every image is processed with "
         "the one\n    kernel in one call (result (B, ...)); the default is scipy's 2-D behaviour."
-        "\n\n    Notes\n    -----\n"
-        "    Empty inputs (a dimension of 0) give scipy.signal's result: its shape (full: "
-        "s1 + s2 - 1,\n    same: s1, valid: s1 - s2 + 1 after scipy's swap), its dtype, and "
-        "its values (each output\n    sums a window without image pixels: fill * the sum of "
-        "the taps with boundary='fill' in\n    'full' mode, else 0); a negative "
-        "dimension raises ValueError, as in scipy.\n    Differences: an empty image with "
-        "boundary 'wrap' or 'symm', a kernel with rows and a\n    non-empty output raises "
-        "ValueError (scipy 1.17 dies of a division by zero,\n    SIGFPE); bool inputs are "
-        "accepted (scipy raises ValueError for them); a stack (batch=True) of no images raises ValueError, "
-        "one of\n    empty images gives each image's result.\n    method='auto' on the CPU takes fft_cpu only where it is predicted twice "
-        "as fast as direct\n    and, per call, where its rounding stays within sqrt(eps) of "
-        "every output's own scale\n    (sum |x||k| over the window) and the data are not all "
-        "integers; elsewhere direct, so that\n    the result keeps scipy's accuracy whatever "
-        "the machine's calibration (tensorconv._fft_guard).")
+        + _NOTES)
     return f
 
 
