@@ -30,6 +30,9 @@ if ! ldd "$so" | grep -q libasan; then
 fi
 LIBASAN=$(${CXX:-g++} -print-file-name=libasan.so)
 LIBUBSAN=$(${CXX:-g++} -print-file-name=libubsan.so)
+# libstdc++ preloaded too: the interpreter does not link it, and without it ASan's __cxa_throw
+# interceptor finds no real __cxa_throw (a CHECK failure at the first C++ exception, not ours)
+LIBSTDCXX=$(${CXX:-g++} -print-file-name=libstdc++.so)
 if [ $# -eq 0 ]; then
   set -- tests/test_api.py tests/test_errors.py tests/test_empty.py tests/test_scipy_compat.py \
     tests/test_cpu_float.py tests/test_direct_avx2.py tests/test_translation_invariance.py \
@@ -38,7 +41,7 @@ if [ $# -eq 0 ]; then
     tests/test_workspace.py tests/test_methods.py
 fi
 echo "host_asan: running $* against $SITE"
-env PYTHONPATH="$SITE" LD_PRELOAD="$LIBASAN $LIBUBSAN" \
+env PYTHONPATH="$SITE" LD_PRELOAD="$LIBASAN $LIBUBSAN $LIBSTDCXX" \
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   "$PYTHON" -m pytest -q -p no:cacheprovider "$@"
