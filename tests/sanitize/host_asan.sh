@@ -41,7 +41,18 @@ if [ $# -eq 0 ]; then
     tests/test_workspace.py tests/test_methods.py
 fi
 echo "host_asan: running $* against $SITE"
+# reports go to files (pytest captures the process's stderr, so a halting report would
+# otherwise vanish with it): $ROOT/report.<pid>
+rm -f "$ROOT"/report.*
+set +e
 env PYTHONPATH="$SITE" LD_PRELOAD="$LIBASAN $LIBUBSAN $LIBSTDCXX" \
-  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1:log_path="$ROOT/report" \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path="$ROOT/report" \
   "$PYTHON" -m pytest -q -p no:cacheprovider "$@"
+rc=$?
+set -e
+reports=$( (ls "$ROOT"/report.* 2>/dev/null || true) | wc -l)
+for f in "$ROOT"/report.*; do [ -e "$f" ] && { echo "== $f"; head -40 "$f"; }; done
+echo "host_asan: pytest exit $rc, sanitizer reports: $reports"
+[ "$reports" -eq 0 ] && exit $rc
+exit 1
