@@ -115,3 +115,42 @@ def test_shapes_no_memory_holds():
         tc.plan(np.ones((3, 3), np.float16), (2**31, 2**31), mode="valid")
     with pytest.raises(ValueError, match="larger than any memory holds"):
         tc.plan(np.ones((3, 3)), (2**62, 4), mode="valid", method="direct")
+
+
+def test_fill_values_as_scipy_takes_them():
+    """(Found by tests/test_properties.py.) scipy converts the fill value to the output type
+    directly and raises ValueError where that fails (a value out of an integer type's range, a
+    complex fill with real data, an array needing an unsafe cast), and with 'wrap' / 'symm'
+    neither reads nor checks it: tensorconv gives the same verdicts."""
+    import warnings
+
+    cases = 0
+    for dt in (np.float64, np.float32, np.int32, np.uint8, np.int8, np.uint64, np.int64,
+               np.complex64, np.complex128):
+        a = np.array([[3]], dt)
+        for boundary in ("fill", "wrap", "symm"):
+            for f in (2 + 0j, 1 + 1j, np.complex128(2), np.array([2 + 0j]),
+                      np.array([[2]], np.int64), np.array(2.0), np.float64(1e300), 1e300,
+                      np.array(2.5, np.float32), np.int64(-1), -1, -0.5, 256, 2**63, np.nan,
+                      np.inf, True, np.uint8(3), 0, 3):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        ref = ss.correlate2d(a, a, "full", boundary, f)
+                    except ValueError:
+                        ref = None
+                    if ref is None:
+                        with pytest.raises(ValueError):
+                            tc.correlate2d(a, a, "full", boundary, f)
+                    else:
+                        out = tc.correlate2d(a, a, "full", boundary, f)
+                        assert out.dtype == ref.dtype and np.array_equal(out, ref), (dt, f)
+                cases += 1
+    assert cases == 9 * 3 * 20
+    # scipy ignores the fill entirely with wrap / symm, even one it could not read
+    for f in ([], "abc", [1, 2], None):
+        np.testing.assert_array_equal(tc.correlate2d(np.ones((2, 2)), np.ones((2, 2)), "full",
+                                                     "wrap", f),
+                                      ss.correlate2d(np.ones((2, 2)),
+                                                     np.ones((2, 2)), "full", "wrap",
+                                                     f))

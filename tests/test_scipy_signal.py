@@ -25,10 +25,22 @@ except ImportError:  # pragma: no cover - older scipy: tests take no xp
     pass
 
 
+fdt = pytest.importorskip("scipy.signal.tests.test_fir_filter_design",
+                          reason="this scipy ships without its signal tests")
+
+# 'auto' runs under each of these CPU calibrations (tensorconv.calibrate_cpu()'s file): the
+# shipped defaults (no file), and one that makes every transform look nearly free, so that the
+# cost model would pick fft_cpu for every problem: scipy's asserts must hold on both (the
+# accuracy rule of tensorconv._fft_guard, not the machine's timings, keeps them).
+FFT_FAVOURING = {p: {"per_output": 3.3e-10, "per_mac": 1e-8, "fft_fixed": 0.0,
+                     "per_unit": [1e-13] * 4} for p in ("fp32", "fp64")}
+
+
 def _method_params():
-    """'auto', then every available method whose arithmetic is the definition's, in fp64:
-    CPU ones always, CUDA ones (gpu-marked) where a device is usable."""
-    params = [pytest.param("auto", id="auto")]
+    """'auto' (under each calibration), then every available method whose arithmetic is the
+    definition's, in fp64: CPU ones always, CUDA ones (gpu-marked) where a device is usable."""
+    params = [pytest.param("auto", id="auto"), pytest.param("auto:fft-calibration",
+                                                             id="auto-fft-calibration")]
     for m in tc.methods():
         if m.entry != "correlate2d" or "fp64" not in m.precisions:
             continue
@@ -61,15 +73,42 @@ def _within_1e12(original):
 def _tensorconv_functions(request, monkeypatch):
     """scipy's names, module-level and as signal.<name>, point at tensorconv's functions."""
     method = request.param
+    if method.startswith("auto"):
+        _calibration(monkeypatch, request.getfixturevalue("tmp_path"),
+                     FFT_FAVOURING if method.endswith("fft-calibration") else None)
+        method = "auto"
     for name, ours in (("convolve2d", tc.convolve2d), ("correlate2d", tc.correlate2d)):
         f = functools.partial(ours, method=method) if method != "auto" else ours
-        monkeypatch.setattr(sst, name, f)
-        monkeypatch.setattr(scipy.signal, name, f)
+        for module in (sst, fdt, scipy.signal):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, f)
     if method in _ROUNDS_DIFFERENTLY:
-        for name in ("xp_assert_equal", "xp_assert_close", "assert_almost_equal"):
-            if hasattr(sst, name):
-                monkeypatch.setattr(sst, name, _within_1e12(getattr(sst, name)))
-    return method
+        for module in (sst, fdt):
+            for name in ("xp_assert_equal", "xp_assert_close", "assert_almost_equal"):
+                if hasattr(module, name):
+                    monkeypatch.setattr(module, name, _within_1e12(getattr(module, name)))
+    yield method
+    if request.param.startswith("auto"):
+        tc.clear_plan_cache()  # its plans were chosen under this test's calibration
+
+
+def _calibration(monkeypatch, tmp_path, constants):
+    """The CPU cost model reads `constants` (None: no calibration file, the shipped defaults)
+    from a fresh cache directory; cached 'auto' plans are dropped before and after."""
+    import json
+
+    from tensorconv import _cpu_cost
+
+    monkeypatch.setenv("TENSORCONV_CACHE", str(tmp_path))
+    monkeypatch.setattr(_cpu_cost, "_loaded", None)
+    if constants is not None:
+        f = _cpu_cost.cost_file()
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps({"machine": _cpu_cost.machine(), "constants": constants}))
+        assert _cpu_cost.constants()["fp64"]["per_unit"] == constants["fp64"]["per_unit"]
+    else:
+        assert _cpu_cost.constants() == _cpu_cost.DEFAULTS
+    tc.clear_plan_cache()
 
 
 def _only_reference_tests(base):
@@ -90,3 +129,8 @@ class TestCorrelate2d(sst.TestCorrelate2d):
 
 
 TestFFTConvolve = _only_reference_tests(sst.TestFFTConvolve)
+
+
+class TestFirwin2d(fdt.Testfirwin_2d):
+    """scipy's 2-D FIR design tests, whose impulse response goes through convolve2d (a 63^2
+    impulse, 31 x 31 taps spanning 1e-36..1, 'same', rtol 1e-5)."""

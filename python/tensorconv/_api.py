@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _autotune, _bounds, _core, _cpu_cost, _plan_cache
+from . import _autotune, _bounds, _core, _cpu_cost, _fft_guard, _plan_cache
 from ._arrays import _NP_DTYPES, NumpyBackend, backend_of, pad_sources
 from ._factors import rank_factors
 from .methods import PRECISIONS
@@ -122,7 +122,7 @@ def result_dtype(*dtype_strs: str) -> np.dtype:
     return np.result_type(*[np.dtype(d) if d != "bfloat16" else np.float32 for d in dtype_strs])
 
 
-def _check_array(x, backend, name: str, ndims=(2,)):
+def _check_array(x, backend, name: str, ndims=(2,), allow_empty=False):
     kind = backend.dtype_kind(x)
     if kind not in "biufc":
         raise TypeError(f"{name} has dtype {backend.dtype_str(x)}; expected a numeric array "
@@ -133,7 +133,7 @@ def _check_array(x, backend, name: str, ndims=(2,)):
         hint = (" (pass batch=True for a (B, H, W) stack of images)"
                 if x.ndim == 3 and 3 not in ndims and name == "in1" else "")
         raise ValueError(f"{name} must be {want}, got ndim={x.ndim}{hint}")
-    if 0 in tuple(x.shape):
+    if 0 in tuple(x.shape) and not allow_empty:
         what = " (a stack of no images)" if x.ndim == 3 and x.shape[0] == 0 else ""
         raise ValueError(f"{name} is empty{what} (shape {tuple(x.shape)})")
 
@@ -186,6 +186,43 @@ def _check_fillvalue(fillvalue) -> complex | float:
     return c if c.imag != 0 else c.real
 
 
+def _fill_needs_scipys_check(rt: np.dtype, fillvalue) -> bool:
+    """Whether scipy might refuse this fill value for output type `rt`: integer outputs (a
+    value out of the type's range, a complex or float32-array fill), real outputs with a
+    complex-typed fill. bool and float16 are tensorconv's own (scipy takes neither)."""
+    if rt.kind == "b" or rt == np.float16:
+        return False
+    if isinstance(fillvalue, np.ndarray):  # scipy casts arrays safely only
+        return True
+    if rt.kind in "iu":
+        return not (type(fillvalue) is int and fillvalue == 0)
+    if rt.kind == "f":
+        return isinstance(fillvalue, complex) or np.asarray(fillvalue).dtype.kind == "c"
+    return False
+
+
+def _scipys_fill_check(rt: np.dtype, boundary, fillvalue) -> None:
+    """scipy converts the fill value to the output type directly and raises ValueError where
+    that conversion fails (NumPy's rules: a Python int out of range, a Python float too large
+    for an integer type, a complex fill with real data, an array needing an unsafe cast), even
+    where it then would not use it. The same call on one zero pixel gives scipy's verdict."""
+    try:  # scipy's own function, even where scipy.signal's names point elsewhere (tests)
+        from scipy.signal import _signaltools as ss
+    except ImportError:  # pragma: no cover - a scipy without that module
+        import scipy.signal as ss
+
+    z = np.zeros((1, 1), rt)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ss.correlate2d(z, z, "full", boundary, fillvalue)
+        except ValueError as e:
+            raise ValueError(f"{e} (scipy.signal refuses fillvalue {fillvalue!r} for "
+                             f"{rt} data)") from None
+
+
 def _fill_for(fillvalue, complex_data: bool):
     if isinstance(fillvalue, complex) and not complex_data:
         raise ValueError("could not cast `fillvalue` directly to the output type (it was first "
@@ -228,8 +265,16 @@ def _cpu_preference(precision: str, kernel: np.ndarray | None, image_shape) -> l
         return []
     if not np.isfinite(kernel).all():
         return ["direct"]
-    t = _cpu_cost.predict(precision, image_shape, kernel.shape)
+    t = _cpu_costs(precision, image_shape, kernel)
     return sorted(t, key=t.get)
+
+
+def _cpu_costs(precision: str, image_shape, kernel: np.ndarray) -> dict:
+    """Predicted seconds of each CPU method as 'auto' compares them: fft_cpu's with its accuracy
+    check and the margin it must win by (_fft_guard.predicted_cost)."""
+    t = _cpu_cost.predict(precision, image_shape, kernel.shape)
+    t["fft_cpu"] = _fft_guard.predicted_cost(t["fft_cpu"], kernel)
+    return t
 
 
 def choose_method(precision: str, on_device: bool, macs: float = 0.0,
@@ -440,6 +485,9 @@ class Plan:
         self._finite_fallback = (
             make_core_plan(_FINITE_FALLBACK[method], k64, ph, pw, self.precision)
             if self._fallback_ok and method not in _REAL_LOCAL else None)
+        # 'auto' chose fft_cpu: the accuracy rule's per-call part (_fft_guard)
+        self._guard = (_fft_guard.FftGuard(k64, ki64, ph, pw, self.precision)
+                       if auto and method == "fft_cpu" else None)
         self._k64, self._ki64, self._padded = k64, ki64, (ph, pw)
         self._plan_c = None  # the method's own complex plan, made at the first complex call
         self._sources = None  # host padding as source indices (CUDA plans, made at first use)
@@ -497,22 +545,35 @@ class Plan:
         if b.row_stride(x) != x.shape[-1]:
             x = b.to_storage(x, storage)
         out = b.empty(tuple(x.shape[:-2]) + self.out_shape, storage, like=x)
+        if plan is self._plan and self._guard is not None:
+            return self._guarded(b, x, out, storage)
+        getattr(plan, "run_batch" if x.ndim == 3 else "run")(*self._run_args(b, x, out, storage))
+        return out
+
+    @staticmethod
+    def _run_args(b, x, out, storage):
         if x.ndim == 3:  # one C++ call: the kernel state is shared, the method batches
-            args = (b.pointer(x), x.shape[0], b.batch_stride(x), x.shape[1], x.shape[2],
+            return (b.pointer(x), x.shape[0], b.batch_stride(x), x.shape[1], x.shape[2],
                     b.row_stride(x), b.pointer(out), b.batch_stride(out), out.shape[1],
                     out.shape[2], b.row_stride(out), storage, b.on_device, b.stream(x))
-            run = "run_batch"
-        else:
-            args = (b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
-                    out.shape[0], out.shape[1], b.row_stride(out), storage, b.on_device,
-                    b.stream(x))
-            run = "run"
-        getattr(plan, run)(*args)
-        # 'auto' chose fft_cpu: an image holding NaN/inf runs again on a method that
-        # keeps them local. The test follows the launch, so the device's work is queued before
-        # the host waits for the test's answer.
-        if plan is self._plan and self._finite_fallback is not None and not b.all_finite(x):
-            getattr(self._finite_fallback, run)(*args)
+        return (b.pointer(x), x.shape[0], x.shape[1], b.row_stride(x), b.pointer(out),
+                out.shape[0], out.shape[1], b.row_stride(out), storage, b.on_device,
+                b.stream(x))
+
+    def _guarded(self, b, x, out, storage):
+        """'auto' chose fft_cpu (host arrays): an image holding NaN/inf (a transform spreads
+        them), or integers only with an integer kernel (the direct sum is exact), runs direct;
+        otherwise the transform, and direct again for each image whose outputs the transform
+        may round beyond the accuracy rule's bound (_fft_guard)."""
+        direct = self._finite_fallback
+        run = "run_batch" if x.ndim == 3 else "run"
+        if not b.all_finite(x) or self._guard.runs_direct_first((x,)):
+            getattr(direct, run)(*self._run_args(b, x, out, storage))
+            return out
+        getattr(self._plan, run)(*self._run_args(b, x, out, storage))
+        for i in self._guard.unsafe(x, out):
+            xi, oi = (x[i], out[i]) if x.ndim == 3 else (x, out)
+            direct.run(*self._run_args(b, xi, oi, storage))
         return out
 
     def _host_staged(self, b, plan, x, fill, storage):
@@ -572,6 +633,17 @@ class Plan:
         return self._real(b, self._plan_c, image, complex(fill),
                           _COMPLEX_STORAGE[self.precision])
 
+    def _complex_native_guarded(self, b, image, fill):
+        """fft_cpu's complex transforms under the accuracy rule (_fft_guard): the result, or
+        None where the parts must run direct instead (integers only with an integer kernel, or
+        outputs the transform may round beyond the bound)."""
+        storage = _COMPLEX_STORAGE[self.precision]
+        x = b.pad(b.to_storage(image, storage), self.pads, self.boundary, complex(fill))
+        if self._guard.runs_direct_first((x.real, x.imag)):
+            return None
+        out = self._complex_native(b, image, fill)
+        return None if self._guard.unsafe(x, out, magnitude=np.abs(x)) else out
+
     def __call__(self, image):
         """Correlate (or convolve) one image, or every image of a stack, with the plan's kernel.
 
@@ -623,8 +695,13 @@ class Plan:
         _check_complex_method(self.method)
         pr, pi = self._plan, self._plan_i
         if self._native:
-            if not self._fallback_ok or _finite_data(b, image, complex_image, fill):
+            if not self._fallback_ok:
                 return self._complex_native(b, image, fill)
+            if _finite_data(b, image, complex_image, fill):
+                out = (self._complex_native(b, image, fill) if self._guard is None
+                       else self._complex_native_guarded(b, image, fill))
+                if out is not None:
+                    return out
             # 'auto' picked a spectral method and the complex data holds NaN/inf: the parts run
             # on the fallback method's plans, which keep them local
             pr, pi = self._fallback_real(), self._fallback_imag()
@@ -910,8 +987,9 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
                              dtype, options)
     b1, b2 = backend_of(in1), backend_of(in2)
     in1, in2 = b1.asarray(in1), b2.asarray(in2)
-    _check_array(in1, b1, "in1", (3,) if batch else (2,))
-    _check_array(in2, b2, "in2")
+    _check_array(in1, b1, "in1", (3,) if batch else (2,),
+                 allow_empty=not (batch and in1.ndim == 3 and in1.shape[0] == 0))
+    _check_array(in2, b2, "in2", allow_empty=True)
     _check_mode(mode)
     rt = result_dtype(b1.dtype_str(in1), b2.dtype_str(in2))
     # integer and bool inputs come back in scipy's dtype; float and complex ones in the
@@ -934,7 +1012,11 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
         _check_complex_method(method)
     if precision is None:
         precision = default_precision(b1.dtype_str(in1), b2.dtype_str(in2))
+    if _check_boundary(boundary) != "fill":
+        fillvalue = 0  # scipy neither reads nor checks it with 'wrap' or 'symm'
     fill = _check_fillvalue(fillvalue)
+    if dtype is None and _fill_needs_scipys_check(rt, fillvalue):
+        _scipys_fill_check(rt, boundary, fillvalue)
     if out_dtype is not None and out_dtype.kind in "biu" and not isinstance(fill, complex):
         fill = np.asarray(fill).astype(out_dtype).item()  # scipy casts it to the output type
     swapped = False
@@ -951,6 +1033,9 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
                              f"every dimension (got {s1} and {s2})")
         if not ok1:  # scipy swaps the inputs and flips the result
             in1, in2, b1, b2, swapped = in2, in1, b2, b1, True
+    if 0 in tuple(in1.shape) or 0 in tuple(in2.shape):
+        return _empty_result(in1, in2, b1, b2, mode, _check_boundary(boundary), fill,
+                             precision, convolve, out_dtype)
     device = "cuda" if b1.on_device else None
     options = check_options(options)
     key = fk
@@ -976,6 +1061,51 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
     # scipy flips a swapped correlation; convolution commutes, so it needs no flip
     out = b1.flip(out) if swapped and not convolve else out
     return b1.cast(out, out_dtype) if out_dtype is not None else out
+
+
+def _empty_result(in1, in2, b1, b2, mode, boundary, fill, precision, convolve, out_dtype):
+    """scipy.signal's result where an input has no elements (every case that returns rather
+    than crashes in scipy 1.17): the output shape scipy gives (full: s1 + s2 - 1, same: s1,
+    valid: s1 - s2 + 1 with the inputs swapped as scipy swaps them), every output the sum of
+    its window, which holds no image pixel: fill * sum of the taps with boundary 'fill', 0
+    with an empty kernel. scipy divides by zero (SIGFPE) on an empty image with 'wrap' or
+    'symm' and a non-empty output; that raises ValueError here."""
+    complex_data = "c" in (b1.dtype_kind(in1), b2.dtype_kind(in2)) or isinstance(fill, complex)
+    if complex_data and precision not in COMPLEX_PRECISIONS:
+        raise ValueError(f"complex data needs precision fp32 or fp64 (complex64 / complex128 "
+                         f"arithmetic); {precision!r} is unsupported with complex data")
+    lead = tuple(in1.shape[:-2])  # a stack's images
+    (h1, w1), (h2, w2) = in1.shape[-2:], in2.shape
+    if mode == "full":
+        shape = (h1 + h2 - 1, w1 + w2 - 1)
+    elif mode == "same":
+        shape = (h1, w1)
+    else:
+        shape = (h1 - h2 + 1, w1 - w2 + 1)
+    if min(shape) < 0:
+        raise ValueError(f"negative dimensions are not allowed: mode {mode!r} on inputs of "
+                         f"shapes {tuple(in1.shape[-2:])} and {tuple(in2.shape)} gives "
+                         f"{shape} (as scipy.signal)")
+    # (in1 is the image: scipy's swap in 'valid' mode has been made; there every window
+    # lies inside the image, so the outputs, if any, sum no taps or no pixels: 0)
+    value = 0.0
+    image_empty = h1 == 0 or w1 == 0
+    # (scipy's loop over the kernel's rows reads the image modulo its extent: no rows, no fault)
+    if min(shape) > 0 and image_empty and mode != "valid" and boundary != "fill" and h2 > 0:
+        raise ValueError(f"boundary {boundary!r} needs image pixels to extend, and this "
+                         f"image has none (shape {tuple(in1.shape[-2:])}); scipy.signal "
+                         "fails with a division by zero here")
+    if min(shape) > 0 and image_empty and math.prod(in2.shape) > 0 and mode != "valid":
+        # the image has no pixels: every window is padding
+        k = b2.to_host_complex128(in2)
+        value = complex(fill) * complex(k.sum() if convolve else np.conj(k).sum())
+    storage = _COMPLEX_STORAGE[precision] if complex_data else _STORAGE[precision]
+    like = in1 if b1.on_device else (in2 if b2.on_device else None)
+    b = b1 if b1.on_device or not b2.on_device else b2
+    out = b.empty(lead + shape, storage, like=like)
+    if math.prod(out.shape):
+        out[...] = value if complex_data else complex(value).real
+    return b.cast(out, out_dtype) if out_dtype is not None else out
 
 
 def calibrate_cpu(save: bool = True) -> dict:
@@ -1095,6 +1225,8 @@ def set_plan_cache_limit(max_bytes=None, device=None) -> None:
 
 def _integer_sums_inexact(in1, in2, b1, b2, rt) -> bool:
     """Whether some sum of products of these integer inputs may reach 2**53 (fp64 then rounds)."""
+    if 0 in tuple(in1.shape) or 0 in tuple(in2.shape):
+        return False  # no sums (or sums of the fill value: the empty-input rule)
     area1 = in1.shape[-2] * in1.shape[-1]  # one image of a stack
     if rt.itemsize <= 2:  # |x| < 2**16: products < 2**32, sums of < 2**21 terms stay exact
         return min(area1, in2.shape[0] * in2.shape[1]) >= 1 << 21
@@ -1174,6 +1306,20 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="
 
     Complex data run on every method with fp32/fp64 as four real correlations of the parts (two
     when the kernel or the image is real); ``fft`` and ``fft_cpu`` take them natively.
+
+    Empty inputs (a dimension of 0) give scipy.signal's result: its shape (full: s1 + s2 - 1,
+    same: s1, valid: s1 - s2 + 1 after scipy's swap), its dtype and its values (each output sums
+    a window without image pixels: fill times the sum of the taps with boundary='fill' in 'full'
+    mode, else 0); a negative dimension raises ValueError, as in scipy. Differences: an empty
+    image extended by boundary 'wrap' or 'symm' with a kernel that has rows, into a non-empty
+    output, raises ValueError (scipy 1.17 dies of a division by zero, SIGFPE); bool inputs are
+    accepted (scipy raises ValueError for them); with batch=True a stack of no images raises
+    ValueError, a stack of empty images gives each image's result.
+
+    ``method='auto'`` on the CPU takes ``fft_cpu`` only where it is predicted twice as fast as
+    ``direct`` and, per call, where its rounding stays within sqrt(eps) of every output's own
+    scale (sum |x||k| over the window) and the data are not all integers; elsewhere ``direct``,
+    so the result keeps scipy's accuracy whatever the machine's calibration.
 
     Examples
     --------
@@ -1268,6 +1414,20 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="a
 
     Complex data run on every method with fp32/fp64 as four real correlations of the parts (two
     when the kernel or the image is real); ``fft`` and ``fft_cpu`` take them natively.
+
+    Empty inputs (a dimension of 0) give scipy.signal's result: its shape (full: s1 + s2 - 1,
+    same: s1, valid: s1 - s2 + 1 after scipy's swap), its dtype and its values (each output sums
+    a window without image pixels: fill times the sum of the taps with boundary='fill' in 'full'
+    mode, else 0); a negative dimension raises ValueError, as in scipy. Differences: an empty
+    image extended by boundary 'wrap' or 'symm' with a kernel that has rows, into a non-empty
+    output, raises ValueError (scipy 1.17 dies of a division by zero, SIGFPE); bool inputs are
+    accepted (scipy raises ValueError for them); with batch=True a stack of no images raises
+    ValueError, a stack of empty images gives each image's result.
+
+    ``method='auto'`` on the CPU takes ``fft_cpu`` only where it is predicted twice as fast as
+    ``direct`` and, per call, where its rounding stays within sqrt(eps) of every output's own
+    scale (sum |x||k| over the window) and the data are not all integers; elsewhere ``direct``,
+    so the result keeps scipy's accuracy whatever the machine's calibration.
 
     Examples
     --------
@@ -1403,9 +1563,15 @@ def explain(image_shape, kernel_shape, precision: str = "fp32", device=None, *,
             why += f"; NumPy data go to the GPU above {_AUTO_GPU_MIN_MACS:.0e} multiply-adds " \
                    f"(this problem: {macs:.3g})"
         return Explanation(method, "cuda", why, times, excluded)
-    t = _cpu_cost.predict(precision, (ph, pw), (kh, kw)) if np.isfinite(kernel).all() else {}
+    t = _cpu_costs(precision, (ph, pw), kernel) if np.isfinite(kernel).all() else {}
     why = ("fastest predicted CPU method (this machine's calibrated cost model, "
-           "tensorconv.calibrate_cpu())" if t else "the only CPU method that keeps NaN/inf local")
+           "tensorconv.calibrate_cpu(); fft_cpu's time with its accuracy check, times "
+           f"{_fft_guard.MIN_GAIN:g}, the margin it must win by)" if t
+           else "the only CPU method that keeps NaN/inf local")
+    if method == "fft_cpu":
+        why += ("; per call, images whose outputs the transform would round beyond "
+                "sqrt(eps) of their own scale, or integer images with an integer kernel, "
+                "run direct (tensorconv._fft_guard)")
     if not on_device and any(m.device == "cuda" and m.available for m in _methods()):
         why += f"; NumPy data stay on the CPU below {_AUTO_GPU_MIN_MACS:.0e} multiply-adds " \
                f"(this problem: {macs:.3g})"

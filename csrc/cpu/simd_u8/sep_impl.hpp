@@ -75,7 +75,7 @@ inline std::int64_t sweep(std::int64_t x0, std::int64_t w, std::int64_t per, Chu
 // output rows), kPrefetchAhead bytes ahead of a chunk of `bytes` pixels.
 inline void prefetch_row(const std::uint8_t* row, std::int64_t x, int bytes) {
   for (int o = 0; o < bytes; o += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(row + x + kPrefetchAhead + o), _MM_HINT_T0);
+    prefetch_at(row, x + kPrefetchAhead + o);
 }
 
 // ---------------------------------------------------------------- plane layout (16-bit IRs)
