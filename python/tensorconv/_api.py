@@ -1318,8 +1318,8 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="
 
     ``method='auto'`` on the CPU takes ``fft_cpu`` only where it is predicted twice as fast as
     ``direct`` and, per call, where its rounding stays within sqrt(eps) of every output's own
-    scale (sum |x||k| over the window) and the data are not all integers; elsewhere ``direct``,
-    so the result keeps scipy's accuracy whatever the machine's calibration.
+    scale (the sum of ``|x| |k|`` over the window) and the data are not all integers; elsewhere
+    ``direct``, so the result keeps scipy's accuracy whatever the machine's calibration.
 
     Examples
     --------
@@ -1426,8 +1426,8 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, *, method="a
 
     ``method='auto'`` on the CPU takes ``fft_cpu`` only where it is predicted twice as fast as
     ``direct`` and, per call, where its rounding stays within sqrt(eps) of every output's own
-    scale (sum |x||k| over the window) and the data are not all integers; elsewhere ``direct``,
-    so the result keeps scipy's accuracy whatever the machine's calibration.
+    scale (the sum of ``|x| |k|`` over the window) and the data are not all integers; elsewhere
+    ``direct``, so the result keeps scipy's accuracy whatever the machine's calibration.
 
     Examples
     --------

@@ -183,6 +183,7 @@ def _progress(total: int, quiet: bool, desc: str):
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     a = parser().parse_args(argv)
     if a.report:
         return report(Path(a.report), Path(a.readme) if a.readme else None)
@@ -306,7 +307,8 @@ def main(argv=None) -> int:
                            preset=a.preset, images=sweep.images,
                            seconds=round(time.time() - t0, 1),
                            skipped_for_time=sweep.skipped_for_time,
-                           notes=_notes(a.preset), **extra)
+                           notes=_notes(a.preset),
+                           command=" ".join(["tensorconv-bench", *argv]), **extra)
     stem = f"{a.preset or 'bench'}{'_host' if a.host_only else ''}_{_report.slug(device_name)}"
     files = _report.write(doc, Path(a.out), stem)
     if sweep.skipped_for_time:
