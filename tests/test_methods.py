@@ -113,3 +113,20 @@ def test_entry_kernels_in_the_registry():
     assert rows["nan_interp_cpu"].available
     with pytest.raises(ValueError, match="call tensorconv.filters.gaussian instead"):
         tc.correlate2d(np.ones((4, 4)), np.ones((3, 3)), method="separable_boundary")
+
+
+def test_entry_kernels_go_through_their_registry_rows():
+    """The kernels with no Plan (the fused Gaussian, astropy's NaN interpolation) are registry
+    rows with their entry points, and their bindings check the row before launching: a precision
+    the row does not list, or a row of another entry, is a ValueError naming it."""
+    rows = {m.name: m for m in tc.methods()}
+    assert rows["separable_boundary"].entry == "filters.gaussian"
+    assert rows["nan_interp_cpu"].entry == rows["nan_interp_cuda"].entry == "astropy.convolve"
+    assert rows["nan_interp_cpu"].available
+    for r in ("separable_boundary", "nan_interp_cpu", "nan_interp_cuda"):
+        assert rows[r].precisions == ("fp32", "fp64")
+    z = dict(p0=0, p_rows=3, p_cols=3, p_stride=3, invalid=0, nan_idx=0, n_nan=0, kernel=0,
+             kh=3, kw=3, s=0, top=0, out_rows=1, out_cols=1, out_stride=1)
+    tail = (1.0, 1.0, 1.0, 0.0, 0, 1.0, 0.0, 0.0, False, 0, 0, False, 0)
+    with pytest.raises(ValueError, match="nan_interp_cpu' does not support precision 'fp16'"):
+        tc._core.nan_interp(*z.values(), "float16", *tail)

@@ -425,6 +425,8 @@ PYBIND11_MODULE(_core, m) {
          int mode, double wnorm, double floor, double floor_value, bool on_device,
          std::uintptr_t stream, std::uintptr_t n_nan_dev, bool s_f32,
          std::uintptr_t nan_results) {
+        entry_kernel(on_device ? "nan_interp_cuda" : "nan_interp_cpu", "astropy.convolve",
+                     parse_dtype(dtype));
         if (out_rows < 1 || out_cols < 1 || p_rows != out_rows + kh - 1 ||
             p_cols != out_cols + kw - 1 || p_stride < p_cols || out_stride < out_cols)
           throw ValueError("nan_interp: inconsistent shapes");
@@ -518,6 +520,7 @@ PYBIND11_MODULE(_core, m) {
          std::uintptr_t weights, int k0, int k1, int mode0, int mode1, double cval,
          std::uintptr_t stream) {
 #ifdef TC_WITH_CUDA
+        entry_kernel("separable_boundary", "filters.gaussian", parse_dtype(dtype));
         const SeparableBoundaryArgs a{reinterpret_cast<const void*>(in), rows, cols, in_stride,
                                       reinterpret_cast<void*>(out), out_stride,
                                       parse_dtype(dtype),
@@ -541,6 +544,7 @@ PYBIND11_MODULE(_core, m) {
                        std::uintptr_t count, bool nonfinite, std::uintptr_t stream) {
 #ifdef TC_WITH_CUDA
     DType d = parse_dtype(dtype);
+    entry_kernel("nan_interp_cuda", "astropy.convolve", d);
     py::gil_scoped_release release;
     nan_mark_cuda(reinterpret_cast<void*>(p), rows, cols, stride, d,
                   reinterpret_cast<std::uint8_t*>(invalid), reinterpret_cast<std::int64_t*>(idx),

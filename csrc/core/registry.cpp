@@ -1,7 +1,9 @@
 #include "registry.hpp"
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "factories.hpp"
@@ -301,6 +303,38 @@ std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r)
     throw ValueError("method '" + method + "' is not a correlate2d/convolve2d method (" +
                      m.summary + "); call tensorconv." + m.entry_point + " instead");
   return checked_plan(m, r);
+}
+
+const MethodInfo& entry_kernel(const std::string& method, const std::string& entry, DType data) {
+  const MethodInfo& m = find_method(method);
+  if (!m.entry_point || entry != m.entry_point)
+    throw ValueError("method '" + method + "' is not a " + entry + " kernel");
+  const Precision p = data == DType::f16   ? Precision::fp16
+                      : data == DType::f64 || data == DType::c128 ? Precision::fp64
+                                                                  : Precision::fp32;
+  // the verdict of each (row, precision) once: the device probe and library checks do not change
+  static std::mutex lock;
+  static std::map<std::pair<const MethodInfo*, Precision>, std::string> verdicts;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> g(lock);
+    auto it = verdicts.find({&m, p});
+    if (it == verdicts.end()) {
+      std::string v;
+      if (!supports(m, p)) {
+        std::string ps;
+        for (auto q : m.precisions) ps += std::string(ps.empty() ? "" : ", ") + precision_name(q);
+        v = "method '" + method + "' does not support precision '" + precision_name(p) +
+            "'; it supports: " + ps;
+      } else if (std::string u = unavailable_reason(m); !u.empty()) {
+        v = "method '" + method + "' is unavailable: " + u;
+      }
+      it = verdicts.emplace(std::make_pair(&m, p), v).first;
+    }
+    why = it->second;
+  }
+  if (!why.empty()) throw ValueError(why);
+  return m;
 }
 
 std::unique_ptr<Plan> make_entry_plan(const std::string& method, const std::string& entry,

@@ -193,6 +193,10 @@ bool supports(const MethodInfo& m, Precision p);
 
 // Validates method, precision, availability and shapes, then calls the factory.
 std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& request);
+// A kernel with no Plan that its entry point's binding launches itself (separable_boundary for
+// filters.gaussian, nan_interp_cpu / nan_interp_cuda for astropy.convolve): the row must be that
+// entry's, take the data's precision and run here, else a ValueError naming which not.
+const MethodInfo& entry_kernel(const std::string& method, const std::string& entry, DType data);
 // The same for a method with its own entry point (e.g. filters.bilateral): `entry` must be it.
 std::unique_ptr<Plan> make_entry_plan(const std::string& method, const std::string& entry,
                                       const PlanRequest& request);
