@@ -12,7 +12,7 @@ from tensorconv._bounds import (MAPE_PCT, MAPE_PCT_METHOD, NONDETERMINISTIC,  # 
 # gaussian against scipy.ndimage.gaussian_filter in float64: MAPE (%) of order-0 results on
 # images in [0, 1], and max |error| / (max |image| sum |kernel|) for every order (derivatives
 # cross zero, so their MAPE is meaningless; direct fp32 at sigma 20: up to 6e-6). fp32 MAPE: the goal's
-# 1e-5 % (issue #15) for the separable passes; other methods keep their correlate2d bound
+# 1e-5 % for the separable passes; other methods keep their correlate2d bound
 # (mape_bound) as the ceiling.
 GAUSSIAN_MAPE_PCT = {"fp64": 1e-10, "fp32": 1e-5, "fp16fp32": 0.05}
 GAUSSIAN_MAX_ERR = {"fp64": 1e-11, "fp32": 2e-5, "fp16fp32": 2e-3}
@@ -32,5 +32,5 @@ BILATERAL_CV2_MAX_ABS = 1e-5
 
 # ---- tensorconv.astropy (tests/test_astropy.py) ---------------------------------------------
 # convolve / convolve_fft against astropy.convolution (float64): max relative error per pixel on
-# images in [0.1, 1] with NaN (issue #20's bounds); NaN patterns must be identical.
+# images in [0.1, 1] with NaN; NaN patterns must be identical.
 ASTROPY_MAX_REL = {"fp64": 1e-12, "fp32": 1e-5}

@@ -1,4 +1,4 @@
-"""Papliński's convolution matrices (issue #16): convmat (lcm · rcm, both factorisations) and
+"""Papliński's convolution matrices: convmat (lcm · rcm, both factorisations) and
 convmat_rows (row by row) in every precision the registry lists, against
 scipy.signal.correlate2d in float64 on odd shapes, strided device input, workspaces O(kernel),
 and USC-SIPI images with non-square kernels. The 39-image MAPE table per kernel size is

@@ -1,4 +1,4 @@
-"""The CPU float path (issue #18): fft_cpu's block geometries, 'auto' on the CPU (cost model,
+"""The CPU float path: fft_cpu's block geometries, 'auto' on the CPU (cost model,
 calibration, non-finite images), and the plan cache (content keys, bounds, 8 threads).
 fft_cpu x precision against scipy on odd shapes and USC-SIPI runs in test_methods.py and
 test_accuracy.py with every registry row."""

@@ -1,4 +1,4 @@
-"""tensorconv.dask (issue #23): chunked correlate2d/convolve2d equal to one call on the whole
+"""tensorconv.dask: chunked correlate2d/convolve2d equal to one call on the whole
 array, bit for bit for the translation-invariant methods, on a 2-process distributed.LocalCluster
 (4096^2 float64 in 1024^2 chunks, every boundary and mode; a (B, H, W) stack), with a worker killed
 mid-computation; bad input gives clear errors; a failing chunk raises."""

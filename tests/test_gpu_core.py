@@ -1,4 +1,4 @@
-"""GPU core (issue #3): naive, naive_shmem, separable and fft on every precision they declare,
+"""GPU core: naive, naive_shmem, separable and fft on every precision they declare,
 against scipy.signal.correlate2d in float64; CuPy / PyTorch arrays in and out on the caller's
 stream; plans reused; workspaces; bad inputs; out-of-memory; CUDA errors as exceptions."""
 

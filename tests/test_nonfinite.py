@@ -1,4 +1,4 @@
-"""NaN and ±inf stay local (issue #17 item 4): for every correlate2d method × precision of the
+"""NaN and ±inf stay local: for every correlate2d method × precision of the
 registry, an output is NaN/±inf exactly where scipy.signal.correlate2d in float64 puts it (its
 own window holds a non-finite value), in every mode, and the finite outputs keep the method's
 accuracy bound (tests/bounds.py). cuFFT's `fft` is checked too: its staging zeroes non-finite

@@ -1,7 +1,7 @@
 """Translation invariance: a method whose registry row says translation_invariant computes every
 output by the same arithmetic wherever it sits, so the same window at another position (a shifted
 image, a tile of it, another width whose column tails fall elsewhere) gives the same bits. This is
-what makes tensorconv.dask's chunked result equal to one call (issue #23: direct's AVX2 column
+what makes tensorconv.dask's chunked result equal to one call (direct's AVX2 column
 tails used to differ in the last bits). Every flagged registry method x precision; GPU rows are
 gpu-marked."""
 

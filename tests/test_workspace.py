@@ -1,4 +1,4 @@
-"""Workspaces that do not grow with the image (issue #17 item 5): every GPU method `auto` may
+"""Workspaces that do not grow with the image: every GPU method `auto` may
 choose keeps a 32768² fp32 image (4 GB in, 4 GB out) within a 16 GB device budget; fft's
 overlap-save tiles (images whose whole transform passes 1 GiB) are exact; an impossible plan
 raises MemoryError naming the bytes and the next call works."""
