@@ -9,7 +9,7 @@ import pytest
 import scipy.signal as ss
 
 import tensorconv as tc
-from tensorconv import _cpu_cost, _fft_guard
+from tensorconv import _cpu_constants, _cpu_cost, _fft_guard
 
 FFT_FAVOURING = {p: {"per_output": 3.3e-10, "per_mac": 1e-8, "fft_fixed": 0.0,
                      "per_unit": [1e-13] * 4} for p in ("fp32", "fp64")}
@@ -17,11 +17,11 @@ FFT_FAVOURING = {p: {"per_output": 3.3e-10, "per_mac": 1e-8, "fft_fixed": 0.0,
 
 def _use(monkeypatch, tmp_path, constants):
     monkeypatch.setenv("TENSORCONV_CACHE", str(tmp_path))
-    monkeypatch.setattr(_cpu_cost, "_loaded", None)
+    monkeypatch.setattr(_cpu_constants, "_loaded", None)
     if constants is not None:
-        f = _cpu_cost.cost_file()
+        f = _cpu_constants.cost_file()
         f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps({"machine": _cpu_cost.machine(), "constants": constants}))
+        f.write_text(json.dumps({"machine": _cpu_constants.machine(), "constants": constants}))
     tc.clear_plan_cache()
 
 
@@ -35,7 +35,7 @@ def fft_calibration(monkeypatch, tmp_path):
 @pytest.fixture
 def shipped(monkeypatch, tmp_path):
     _use(monkeypatch, tmp_path, None)
-    assert _cpu_cost.constants() == _cpu_cost.DEFAULTS
+    assert _cpu_constants.constants() == _cpu_constants.DEFAULTS
     yield
     tc.clear_plan_cache()
 

@@ -97,17 +97,17 @@ def _calibration(monkeypatch, tmp_path, constants):
     from a fresh cache directory; cached 'auto' plans are dropped before and after."""
     import json
 
-    from tensorconv import _cpu_cost
+    from tensorconv import _cpu_constants
 
     monkeypatch.setenv("TENSORCONV_CACHE", str(tmp_path))
-    monkeypatch.setattr(_cpu_cost, "_loaded", None)
+    monkeypatch.setattr(_cpu_constants, "_loaded", None)
     if constants is not None:
-        f = _cpu_cost.cost_file()
+        f = _cpu_constants.cost_file()
         f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps({"machine": _cpu_cost.machine(), "constants": constants}))
-        assert _cpu_cost.constants()["fp64"]["per_unit"] == constants["fp64"]["per_unit"]
+        f.write_text(json.dumps({"machine": _cpu_constants.machine(), "constants": constants}))
+        assert _cpu_constants.constants()["fp64"]["per_unit"] == constants["fp64"]["per_unit"]
     else:
-        assert _cpu_cost.constants() == _cpu_cost.DEFAULTS
+        assert _cpu_constants.constants() == _cpu_constants.DEFAULTS
     tc.clear_plan_cache()
 
 
