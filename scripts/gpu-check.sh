@@ -51,7 +51,7 @@ fi
 workers=()
 [ -n "${PYTEST_WORKERS:-}" ] && workers=(-n "$PYTEST_WORKERS")
 # shellcheck disable=SC2086
-stage tests "${TESTS_S:-1800}" "$py" -m pytest -q -rs -m gpu -p no:cacheprovider "${workers[@]}" \
+stage tests "${TESTS_S:-1800}" "$py" -m pytest -q -rfEs -m gpu -p no:cacheprovider "${workers[@]}" \
   ${PYTEST_ARGS:-} tests
 
 if [ -n "${SANITIZE:-}" ]; then
