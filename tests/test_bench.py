@@ -10,8 +10,8 @@ import pytest
 
 import tensorconv as tc
 from bounds import MAPE_PCT
-from tensorconv.bench import _peers, _report
-from tensorconv.bench.cli import main
+from tensorconv.bench import _peers, _report, _torch
+from tensorconv.bench.cli import _torch_grid, main, parser
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -33,6 +33,17 @@ from tensorconv.bench.cli import main
     (["--preset", "dask", "--sizes", "64,128"], "takes one --sizes value"),
     (["--preset", "dask", "--device", "cpu", "--halos", "nope"],
      "--halos takes gather, map_overlap"),
+    (["--shapes", "1x1x8x8"], "--shapes applies only to --preset torch"),
+    (["--preset", "oneshot", "--shapes", "1x1x8x8"], "--shapes applies only to --preset torch"),
+    (["--preset", "torch", "--shapes", "8x64x224"], "--shapes takes NxCxHxW such as"),
+    (["--preset", "torch", "--shapes", "0x1x8x8"], "--shapes takes NxCxHxW such as"),
+    (["--preset", "torch", "--sizes", "224"], "--preset torch takes --shapes NxCxHxW"),
+    (["--preset", "torch", "--methods", "fft"], "--preset torch takes --shapes NxCxHxW"),
+    (["--preset", "torch", "--precisions", "fp32,fp64"],
+     "--preset torch takes precisions fp16, bf16, fp32; got fp64"),
+    (["--preset", "torch", "--kernels", "0"], "--kernels must list positive integers"),
+    (["--preset", "torch", "--peers", "none"], "takes no --tune, --timing or --peers"),
+    (["--preset", "torch", "--timing", "kernel"], "takes no --tune, --timing or --peers"),
 ])
 def test_bad_input_names_the_choices(args, needle, capsys):
     with pytest.raises(SystemExit) as e:
@@ -352,3 +363,125 @@ def test_accuracy_cli_small(tmp_path, usc_images):
     (row,) = doc["rows"]
     assert row["images"] == 39 and row["mape_median"] <= row["bound"]
     assert "| direct | fp64 |" in (tmp_path / "accuracy.md").read_text()
+
+
+def test_torch_preset_grid():
+    """--preset torch's grid: the full one, --quick's, and --shapes / --kernels / --precisions
+    over either."""
+    def grid(*args):
+        return _torch_grid(parser().parse_args(["--preset", "torch", *args]), tuple(
+            args[args.index("--precisions") + 1].split(",")) if "--precisions" in args else ())
+
+    assert grid() == {"shapes": ((32, 128, 56, 56), (8, 64, 224, 224), (1, 16, 1024, 1024)),
+                      "ks": (3, 7, 15, 31, 51, 63), "precisions": ("fp16", "bf16", "fp32")}
+    assert grid("--precisions", "all") == grid()
+    assert grid("--quick") == {"shapes": ((8, 64, 224, 224), (1, 16, 1024, 1024)),
+                               "ks": (7, 31, 51), "precisions": ("fp32", "fp16")}
+    assert grid("--quick", "--shapes", "2x3x40x50", "--kernels", "3,5", "--precisions",
+                "bf16") == {"shapes": ((2, 3, 40, 50),), "ks": (3, 5), "precisions": ("bf16",)}
+
+
+def test_torch_preset_without_cuda_is_one_line(monkeypatch, tmp_path):
+    """Without a CUDA device (or tensorconv's CUDA methods) --preset torch stops with one line
+    naming the reason, before anything is timed or written."""
+    if _torch.unavailable() is None:
+        monkeypatch.setattr(_torch, "unavailable", lambda: "PyTorch sees no CUDA device")
+    with pytest.raises(SystemExit) as e:
+        main(["--preset", "torch", "--quick", "--out", str(tmp_path), "--no-progress"])
+    msg = str(e.value)
+    assert msg.startswith("tensorconv-bench: error: --preset torch times CUDA tensors: ")
+    assert "\n" not in msg and msg.split(": ", 2)[2]
+    assert not any(tmp_path.iterdir())
+
+
+def _torch_rows(speedups):
+    """Synthetic --preset torch rows: cuDNN at 10 ms (forward) and 30 ms (forward + backward),
+    ours faster by speedups[k] = (forward x, forward + backward x), two shapes, fp32 and fp16."""
+    rows = []
+    for shape in ((8, 64, 224, 224), (1, 16, 1024, 1024)):
+        for prec in ("fp32", "fp16"):
+            for k, (fx, bx) in speedups.items():
+                base = {"part": "torch", "precision": prec, "dtype": _torch.DTYPES[prec],
+                        "shape": list(shape), "batch": shape[0], "channels": shape[1],
+                        "image": list(shape[2:]), "kernel": [k, k], "mode": "same",
+                        "boundary": "fill", "timing": "call", "runs": 20}
+                for impl, f, b in ((_torch.CUDNN, 10.0, 30.0),
+                                   (_torch.OURS, 10.0 / fx, 30.0 / bx)):
+                    rows.append({"impl": impl, "variant": "forward", **base, "median_ms": f,
+                                 "mape_pct": 1e-5})
+                    rows.append({"impl": impl, "variant": "fwd_bwd", **base, "median_ms": b,
+                                 "mape_pct": 1e-5, "mape_grad_input_pct": 2e-5,
+                                 "mape_grad_weight_pct": 3e-5})
+    return rows
+
+
+def test_torch_rows_to_report(tmp_path):
+    """Synthetic --preset torch rows through _report.write: JSON, the Markdown goal table (the
+    goal: forward + backward >= 5x from k = 15, forward >= 5x from k = 15 and >= 1x at k = 7;
+    no goal at k = 3), one PNG per shape; --report redraws the same."""
+    rows = _torch_rows({3: (0.5, 0.5), 7: (1.2, 0.8), 15: (6.0, 5.5), 31: (8.0, 4.0)})
+    rows.append({"impl": _torch.OURS, "variant": "forward", "part": "torch", "precision": "fp32",
+                 "shape": [1, 16, 1024, 1024], "image": [1024, 1024], "kernel": [63, 63],
+                 "timing": "call", "median_ms": None, "error": "OutOfMemoryError()"})
+    doc = {"device": "Test GPU", "created": "2026-11-25T00:00:00+00:00", "tensorconv": "0",
+           "preset": "torch", "rows": rows}
+    files = _report.write(doc, tmp_path, "torch_test")
+    assert json.loads((tmp_path / "torch_test.json").read_text())["rows"] == rows
+    md = (tmp_path / "torch_test.md").read_text()
+    assert "### tensorconv.torch against cuDNN depthwise" in md
+    assert "| 8x64x224x224 | fp16 | 3 | 20 | 10 | 0.5 | 60 | 30 | 0.5 | " in md
+    assert "| 8x64x224x224 | fp32 | 7 | 8.333 | 10 | 1.2 | 37.5 | 30 | 0.8 | " \
+           "1e-05 / 2e-05 / 3e-05 | 1e-05 / 2e-05 / 3e-05 | yes |" in md
+    assert "| 1x16x1024x1024 | fp32 | 15 | 1.667 | 10 | 6 | 5.455 | 30 | 5.5 |" in md
+    assert "| 1x16x1024x1024 | fp32 | 31 | 1.25 | 10 | 8 | 7.5 | 30 | 4 |" in md
+    lines = [l for l in md.splitlines() if l.startswith("| 8x64x224x224 | fp32 |")]
+    assert [l.rsplit("|", 2)[1].strip() for l in lines] == ["—", "yes", "yes", "no"]
+    assert "torch goals met at 8 of 12 points." in md  # k = 7 and 15 of 2 shapes x 2 precisions
+    assert "error=OutOfMemoryError()" in md  # the flat table keeps the failed row
+    if pytest.importorskip("matplotlib"):
+        pngs = sorted(f.name for f in files if f.suffix == ".png")
+        assert pngs == ["torch_test_1x16x1024x1024.png", "torch_test_8x64x224x224.png"]
+    (tmp_path / "torch_test.md").unlink()
+    assert main(["--report", str(tmp_path / "torch_test.json")]) == 0
+    assert (tmp_path / "torch_test.md").read_text() == md
+
+
+@pytest.mark.parametrize("k,fx,bx,ok", [(3, 0.1, 0.1, None), (7, 1.0, 0.1, True),
+                                        (7, 0.99, 9.0, False), (15, 5.0, 5.0, True),
+                                        (51, 9.0, 4.99, False), (63, 4.9, 9.0, False),
+                                        (31, 9.0, None, False)])
+def test_torch_goal(k, fx, bx, ok):
+    assert _torch.goal(k, fx, bx) is ok
+
+
+def test_torch_rows_on_the_cpu(monkeypatch):
+    """The preset's rows on CPU tensors (a host timer in place of CUDA events): both impls,
+    forward and forward + backward per point, every error against the float64 conv2d within
+    the precision's bound, ours and cuDNN's conv2d alike; the budget cut counts the points
+    left."""
+    import torch
+
+    from tensorconv.bench._sweep import Sweep
+    from tensorconv.bench._timing import Device, time_host
+
+    monkeypatch.setattr(_torch, "time_device", lambda dev, fn, runs, warm, cap, sleep:
+                        time_host(fn, runs, warm, cap))
+    dev = Device()
+    dev.lib, dev.torch = "torch", torch  # its MAPE on CPU tensors
+    sweep = Sweep(dev, float("inf"), 10.0, log=lambda s: None)
+    g = _torch.grid(shapes=((2, 3, 20, 24),), ks=(3, 7), precisions=("fp32", "bf16"))
+    rows = _torch.torch_rows(sweep, g, runs=2, device="cpu")
+    assert [(r["precision"], r["kernel"][0], r["impl"], r["variant"]) for r in rows] == [
+        (p, k, i, v) for p in ("fp32", "bf16") for k in (3, 7)
+        for i in (_torch.OURS, _torch.CUDNN) for v in _torch.PASSES]
+    bound = {"fp32": 1e-4, "bf16": 2.0}
+    for r in rows:
+        assert r["median_ms"] > 0 and r["runs"] == 2 and r["shape"] == [2, 3, 20, 24], r
+        errs = [r["mape_pct"]] + ([r["mape_grad_input_pct"], r["mape_grad_weight_pct"]]
+                                  if r["variant"] == "fwd_bwd" else [])
+        assert all(e is not None and e <= bound[r["precision"]] for e in errs), r
+    assert {r["tc_precision"] for r in rows if r["impl"] == _torch.OURS} == {"fp32", "bf16"}
+    assert _torch.goals_table(rows)[-2].startswith("torch goals met at ")
+    sweep = Sweep(dev, 0.0, 10.0, log=lambda s: None)
+    assert _torch.torch_rows(sweep, g, runs=2, device="cpu") == []
+    assert sweep.skipped_for_time == 4

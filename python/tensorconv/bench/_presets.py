@@ -355,7 +355,8 @@ def cpu_float() -> list:
 
 
 def family() -> list:
-    """filters, stacks, dask: rows of their own (bench/_filters.py, _stacks.py, _dask.py)."""
+    """filters, stacks, dask, oneshot, torch: rows of their own (bench/_filters.py, _stacks.py,
+    _dask.py, _oneshot.py, _torch.py)."""
     return []
 
 
@@ -363,7 +364,7 @@ PRESETS = {"im2tensor": im2tensor, "kondo": kondo, "kelefouras": kelefouras,
            "separable": separable, "cpu-float": cpu_float, "gpu-core": gpu_core,
            "tc-fp": tc_fp, "scipy-compat": scipy_compat,
            "workspace-nonfinite": workspace_nonfinite, "astropy": astropy,
-           "filters": family, "stacks": family, "dask": family, "oneshot": family}
+           "filters": family, "stacks": family, "dask": family, "oneshot": family, "torch": family}
 
 
 def fma_peaks() -> dict:

@@ -123,9 +123,10 @@ def _header(doc: dict) -> list:
 
 def _family_tables(rows) -> list:
     from ._filters import gaussian_table
-    from ._oneshot import goals_table
+    from . import _oneshot, _torch
 
-    return _fig5_table(rows) + gaussian_table(rows) + goals_table(rows)
+    return (_fig5_table(rows) + gaussian_table(rows) + _oneshot.goals_table(rows)
+            + _torch.goals_table(rows))
 
 
 def _fig5_table(rows) -> list:
@@ -145,14 +146,17 @@ def _fig5_table(rows) -> list:
     return out + [""]
 
 
-FAMILY_PRESETS = ("filters", "stacks", "dask", "oneshot")  # rows of their own shape: a flat table
+# rows of their own shape: a flat table
+FAMILY_PRESETS = ("filters", "stacks", "dask", "oneshot", "torch")
 
 
 def family_table(rows) -> list:
-    """Every row of a filters / stacks / dask run, one line each."""
+    """Every row of a family preset's run (filters, stacks, dask, oneshot, torch), one line
+    each."""
     extra = ("gpus", "pinned_mb", "mape_pct", "max_rel_err", "images_per_s", "per_image_ms",
              "ratio_to_copy", "throughput_mpix_s", "ratio_to_one_call", "equal", "halos", "error",
-             "input", "mode", "boundary", "first_ms", "method")
+             "input", "mode", "boundary", "first_ms", "method", "mape_grad_input_pct",
+             "mape_grad_weight_pct", "batch", "channels")
     out = ["| part | impl | variant | precision | image | kernel | timing | median ms | runs | "
            "other |", "|" + "---|" * 10]
     for r in rows:
@@ -456,10 +460,10 @@ def figures(doc: dict, out: Path, stem: str) -> list:
     except ImportError:
         return []
     if doc.get("preset") in FAMILY_PRESETS:
-        from . import _dask, _filters, _oneshot, _stacks
+        from . import _dask, _filters, _oneshot, _stacks, _torch
 
         mod = {"filters": _filters, "stacks": _stacks, "dask": _dask,
-               "oneshot": _oneshot}[doc["preset"]]
+               "oneshot": _oneshot, "torch": _torch}[doc["preset"]]
         return mod.figures(plt, doc, out, stem)
     rows = [r for r in doc["rows"] if r.get("median_ms") is not None]
     files = []

@@ -14,6 +14,7 @@ with --tune, or redraw the tables and figures of a results file with --report.
   tensorconv-bench --preset filters --parts gaussian --rs 1-23 --cv2-rs ""   # vs cupyx, kornia...
   tensorconv-bench --preset stacks --skip-host --quick     # stack vs loop vs cuDNN batch
   tensorconv-bench --preset oneshot --quick                # scipy-style calls vs plans (~2 min)
+  tensorconv-bench --preset torch --quick                  # tensorconv.torch vs cuDNN (~3 min)
   tensorconv-bench --preset dask --gpus 2 --sizes 65536 --kernels 15 --overhead
   tensorconv-bench --sizes 1024 --kernels 3,15 --precisions fp32 --methods naive_shmem,fft
   tensorconv-bench --tune                                  # cost model of 'auto' for this GPU
@@ -68,6 +69,35 @@ def _u8_sizes(text: str) -> tuple:
     return tuple(out)
 
 
+def _shapes(text: str) -> tuple:
+    """'8x64x224x224,1x16x1024x1024' -> ((8, 64, 224, 224), (1, 16, 1024, 1024))."""
+    out = []
+    for tok in text.split(","):
+        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)x(\d+)", tok.strip())
+        if not m or min(map(int, m.groups())) < 1:
+            raise SystemExit(f"tensorconv-bench: error: --shapes takes NxCxHxW such as "
+                             f"8x64x224x224; got {tok!r}")
+        out.append(tuple(map(int, m.groups())))
+    return tuple(out)
+
+
+def _torch_grid(a, precisions) -> dict:
+    """--preset torch's grid from --quick, --shapes, --kernels and --precisions."""
+    from . import _torch
+
+    if a.sizes or a.methods:
+        raise SystemExit("tensorconv-bench: error: --preset torch takes --shapes NxCxHxW, not "
+                         "--sizes or --methods")
+    asked = a.precisions not in (None, "all")  # all: the preset's three
+    bad = [p for p in precisions if p not in _torch.PRECISIONS] if asked else []
+    if bad:
+        raise SystemExit(f"tensorconv-bench: error: --preset torch takes precisions "
+                         f"{', '.join(_torch.PRECISIONS)}; got {', '.join(bad)}")
+    return _torch.grid(a.quick, _shapes(a.shapes) if a.shapes else None,
+                       _ints(a.kernels, "kernels") if a.kernels else None,
+                       precisions if asked else None)
+
+
 def _choices(text: str, valid, what: str) -> tuple:
     if text in ("all", ""):
         return tuple(valid)
@@ -119,7 +149,8 @@ def parser() -> argparse.ArgumentParser:
         "--host-only, --skip-host; dask: --gpus, --chunk, --boundary, --mode, --overhead, --halos, "
         "--device (--sizes: the image side, default 65536; --kernels, default 15; --precisions, "
         "default fp32; --methods: one method; --threads: per worker, default 16; --runs, "
-        "default 3). Any of them with another preset is an error.")
+        "default 3); oneshot: --quick; torch: --quick, --shapes (--kernels; --precisions: "
+        "fp16, bf16, fp32). Any of them with another preset is an error.")
     g.add_argument("--parts", help="kondo: general (Figs. 4, 6), fig5 (bilateral; default "
                    "both); filters: gaussian, fig5, bilateral (default all)")
     g.add_argument("--rs", help="radii r (kernel 2r + 1), e.g. 1,3,7 or 1-23 (default 1-23; "
@@ -130,7 +161,8 @@ def parser() -> argparse.ArgumentParser:
                    "bilateral_blur (default 11; it runs out of memory beyond)")
     g.add_argument("--quick", action="store_true", help="stacks: 5 runs of the slow loop of "
                    "correlate2d calls; oneshot: 4096², fp32, k = 3, 15, 55, valid/same, "
-                   "fill/symm")
+                   "fill/symm; torch: fp32 and fp16, k = 7, 31, 51, 8x64x224x224 and "
+                   "1x16x1024x1024")
     g.add_argument("--host-only", action="store_true", help="stacks: only the host-array rows "
                    "(~10 s; files stacks_host_<device>)")
     g.add_argument("--skip-host", action="store_true", help="stacks: stacks and batched "
@@ -148,15 +180,19 @@ def parser() -> argparse.ArgumentParser:
                    "map_overlap")
     g.add_argument("--device", choices=("cuda", "cpu"), help="dask: cuda (default) or cpu (a "
                    "2-process LocalCluster, method direct: a correctness check)")
+    g.add_argument("--shapes", help="torch: (N, C, H, W) shapes as NxCxHxW, comma list (default "
+                   "32x128x56x56,8x64x224x224,1x16x1024x1024)")
     return ap
 
 
 # option -> the presets it applies to
 PRESET_ONLY = {"parts": ("kondo", "filters"), "rs": ("kondo", "filters"),
-               "cv2_rs": ("filters",), "kornia_max_r": ("filters",), "quick": ("stacks", "oneshot"),
+               "cv2_rs": ("filters",), "kornia_max_r": ("filters",),
+               "quick": ("stacks", "oneshot", "torch"),
                "host_only": ("stacks",), "skip_host": ("stacks",), "gpus": ("dask",),
                "chunk": ("dask",), "boundary": ("dask",), "mode": ("dask",),
-               "overhead": ("dask",), "device": ("dask",), "halos": ("dask",)}
+               "overhead": ("dask",), "device": ("dask",), "halos": ("dask",),
+               "shapes": ("torch",)}
 PARTS = {"kondo": ("general", "fig5"), "filters": ("gaussian", "fig5", "bilateral")}
 
 
@@ -167,7 +203,7 @@ def _check_preset_options(a) -> None:
                              f"to --preset {' or '.join(presets)}")
     if a.host_only and a.skip_host:
         raise SystemExit("tensorconv-bench: error: --host-only and --skip-host exclude each other")
-    if a.preset in ("filters", "stacks", "dask", "oneshot") and (a.tune or a.timing or a.peers):
+    if a.preset in _report.FAMILY_PRESETS and (a.tune or a.timing or a.peers):
         raise SystemExit(f"tensorconv-bench: error: --preset {a.preset} takes no --tune, "
                          "--timing or --peers (its peers and timing are fixed)")
 
@@ -221,6 +257,13 @@ def main(argv=None) -> int:
         print(f"cost model of {len(model['points'])} points saved to {model['path']}")
         return 0
 
+    if a.preset == "torch":
+        from . import _torch
+
+        _torch_grid(a, precisions)
+        why = _torch.unavailable()
+        if why:
+            raise SystemExit(f"tensorconv-bench: error: --preset torch times CUDA tensors: {why}")
     dev = Device()
     if not tc.cuda_available() or dev.lib is None:
         why = (tc._core.cuda_unavailable_reason() if not tc.cuda_available()
@@ -238,7 +281,7 @@ def main(argv=None) -> int:
         print(f"load average {extra['load_average_start']}; FMA peak (GFLOP/s, all cores): "
               f"{extra['fma_peak_gflops']}", file=sys.stderr)
         sweep.rows += _presets.small_call_rows()
-    if a.preset in ("filters", "stacks", "dask", "oneshot"):
+    if a.preset in _report.FAMILY_PRESETS:
         status = family(a, sweep, dev, precisions, methods, parts_asked, extra)
         parts, bar = [], None
         if a.preset == "dask" and a.device == "cpu":
@@ -315,7 +358,7 @@ def main(argv=None) -> int:
         print(f"budget of {a.budget_s:g} s reached: {sweep.skipped_for_time} points not timed",
               file=sys.stderr)
     print("wrote", *map(str, files))
-    if a.preset in ("filters", "stacks", "dask", "oneshot"):
+    if a.preset in _report.FAMILY_PRESETS:
         return status
     return 0
 
@@ -323,11 +366,11 @@ def main(argv=None) -> int:
 def _notes(preset) -> str:
     """The timing rule the file's rows follow (the family presets state their own)."""
     doc = __doc__
-    if preset in ("filters", "stacks", "dask", "oneshot"):
-        from . import _dask, _filters, _oneshot, _stacks
+    if preset in _report.FAMILY_PRESETS:
+        from . import _dask, _filters, _oneshot, _stacks, _torch
 
         doc = {"filters": _filters, "stacks": _stacks, "dask": _dask,
-               "oneshot": _oneshot}[preset].__doc__
+               "oneshot": _oneshot, "torch": _torch}[preset].__doc__
     return doc.split("\n\n")[-1].replace("\n", " ")
 
 
@@ -341,8 +384,8 @@ def _radii(a) -> tuple:
 
 
 def family(a, sweep, dev, precisions, methods, parts, extra) -> int:
-    """--preset filters / stacks / dask : their rows into sweep.rows; the exit status (dask: 1 when a result is
-    not bit-for-bit the one call's)."""
+    """--preset filters / stacks / dask / oneshot / torch: their rows into sweep.rows; the exit
+    status (dask: 1 when a result is not bit-for-bit the one call's)."""
     sizes = _ints(a.sizes, "sizes") if a.sizes else None
     if sizes and len(sizes) > 1 and a.preset != "oneshot":
         raise SystemExit(f"tensorconv-bench: error: --preset {a.preset} takes one --sizes value")
@@ -363,6 +406,11 @@ def family(a, sweep, dev, precisions, methods, parts, extra) -> int:
             sweep, a.quick, a.runs, sizes=sizes,
             ks=_ints(a.kernels, "kernels") if a.kernels else None,
             precisions=precisions if a.precisions else None)
+        return 0
+    if a.preset == "torch":
+        from . import _torch
+
+        sweep.rows += _torch.torch_rows(sweep, _torch_grid(a, precisions), a.runs)
         return 0
     if a.preset == "stacks":
         from . import _stacks
