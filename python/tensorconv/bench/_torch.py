@@ -9,9 +9,10 @@ fp16, k = 7, 31, 51, (8, 64, 224, 224) and (1, 16, 1024, 1024). Goals: forward +
 >= 5x cuDNN at every k >= 15; forward >= 5x at k >= 15 and no slower at k = 7.
 
 Timing ('call'): CUDA events around each call (its Python inside: tensorconv.torch reads the
-weights to the host to make its plan), the first call and one more as warm-ups, then the median
-of 20 (fewer for a call slower than --row-cap-s / 23, said by the row's "runs"); forward +
-backward: the forward call and out.backward(g), the gradients reset to None before each."""
+weights to the host to make its plan), two warm-up calls (the first: cuDNN's algorithm search
+and tensorconv's plans; the second, warm, sizes the row), then the median of 20 (fewer for a
+call slower than --row-cap-s / 20, said by the row's "runs"); forward + backward: the forward
+call and out.backward(g), the gradients reset to None before each."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 OURS, CUDNN = "tensorconv.torch.correlate2d", "peer:cudnn_depthwise"
 PASSES = ("forward", "fwd_bwd")
 GOAL_X, GOAL_FROM_K = 5.0, 15  # forward and forward + backward, k >= 15
-WARM = 1  # after time_device's first call: two warm-ups in all
+WARM = 0  # time_device's own first call (after the cold one here) is the second warm-up
 
 
 def grid(quick=False, shapes=None, ks=None, precisions=None) -> dict:
@@ -119,6 +120,7 @@ def _point(sweep, base, x, w, g, runs) -> list:
             {"cudnn_benchmark": True}
         for p, fn, e in (("forward", lambda i, op=op: op(x, w), {"mape_pct": err["mape_pct"]}),
                          ("fwd_bwd", fwd_bwd, err)):
+            fn(0)  # cold: kept out of time_device's sizing of the row
             ms, done = time_device(dev, fn, runs, WARM, sweep.row_cap_s, sleep=False)
             rows.append({"impl": impl, "variant": p, **base, "median_ms": round(ms, 5),
                          "runs": done, **e, **extra})
