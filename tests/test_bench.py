@@ -459,7 +459,7 @@ def test_torch_rows_on_the_cpu(monkeypatch):
     forward and forward + backward per point, every error against the float64 conv2d within
     the precision's bound, ours and cuDNN's conv2d alike; the budget cut counts the points
     left."""
-    import torch
+    torch = pytest.importorskip("torch", reason="the torch preset's rows need PyTorch")
 
     from tensorconv.bench._sweep import Sweep
     from tensorconv.bench._timing import Device, time_host
