@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 PUBLIC_MODULES = ("tensorconv", "tensorconv.filters", "tensorconv.astropy", "tensorconv.dask",
-                  "tensorconv.metrics", "tensorconv.datasets", "tensorconv.accuracy")
-NEEDS = {"tensorconv.dask": "dask", "tensorconv.astropy": "astropy"}
+                  "tensorconv.metrics", "tensorconv.datasets", "tensorconv.accuracy",
+                  "tensorconv.torch")
+NEEDS = {"tensorconv.dask": "dask", "tensorconv.astropy": "astropy", "tensorconv.torch": "torch"}
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 

@@ -57,7 +57,25 @@ _ADJOINT_MODE = {"same": "same", "valid": "full", "full": "valid"}
 
 
 def precision_for(dtype: torch.dtype) -> str:
-    """tensorconv's precision for a floating dtype (precision=None)."""
+    """tensorconv's precision for a floating dtype (what ``precision=None`` takes).
+
+    Parameters
+    ----------
+    dtype : torch.dtype
+        float16, bfloat16, float32 or float64.
+
+    Returns
+    -------
+    str
+        ``'fp16fp32'``, ``'bf16'``, ``'fp32'`` (never tf32) or ``'fp64'``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from tensorconv.torch import precision_for
+    >>> precision_for(torch.float32), precision_for(torch.float16)
+    ('fp32', 'fp16fp32')
+    """
     try:
         return _PRECISION[dtype]
     except KeyError:
@@ -249,9 +267,51 @@ def _autocast(input: Tensor, weight: Tensor):
 def correlate2d(input: Tensor, weight: Tensor, mode: str = "same", boundary: str = "fill",
                 fillvalue: float = 0, method: str = "auto",
                 precision: Optional[str] = None) -> Tensor:
-    """Depthwise correlation: out[n, c] = scipy.signal.correlate2d(input[n, c], weight[c],
-    mode, boundary, fillvalue), input (N, C, H, W), weight (C, kh, kw) or (C, 1, kh, kw).
-    Differentiable in both; CPU and CUDA tensors of float16, bfloat16, float32, float64."""
+    """Depthwise correlation: ``out[n, c] = scipy.signal.correlate2d(input[n, c], weight[c],
+    mode, boundary, fillvalue)``.
+
+    A registered op (``tensorconv::correlate2d``) with a fake kernel and autograd, so
+    ``torch.compile(fullgraph=True)`` and ``torch.export`` trace it.
+
+    Parameters
+    ----------
+    input : Tensor
+        (N, C, H, W), on the CPU or a CUDA device; float16, bfloat16, float32 or float64.
+    weight : Tensor
+        (C, kh, kw) or (C, 1, kh, kw), same device and dtype.
+    mode : {'same', 'full', 'valid'}, optional
+    boundary : {'fill', 'wrap', 'symm'}, optional
+    fillvalue : float, optional
+    method : str, optional
+        'auto' or a registry method (`tensorconv.methods`).
+    precision : str, optional
+        Default from the dtype (`precision_for`).
+
+    Returns
+    -------
+    Tensor
+        (N, C, H', W'); differentiable with respect to `input` and `weight`.
+
+    Raises
+    ------
+    ValueError
+        A channel count that does not match, a kernel larger than the image in 'valid' mode,
+        tensors on different devices; also at trace time under torch.compile.
+    TypeError
+        Tensors of different or non-floating dtypes.
+
+    Examples
+    --------
+    >>> import torch
+    >>> import tensorconv.torch as tct
+    >>> x = torch.ones(1, 2, 4, 4, dtype=torch.float64, requires_grad=True)
+    >>> w = torch.ones(2, 3, 3, dtype=torch.float64)
+    >>> y = tct.correlate2d(x, w)              # mode 'same', boundary fill 0
+    >>> y.shape, y[0, 0, 1, 1].item(), y[0, 0, 0, 0].item()
+    (torch.Size([1, 2, 4, 4]), 9.0, 4.0)
+    >>> y.sum().backward(); x.grad[0, 0, 0, 0].item()
+    4.0
+    """
     weight = _weight3(input, weight)
     input, weight = _autocast(input, weight)
     return _correlate2d(input, weight, mode, boundary, float(fillvalue), method, precision)
@@ -260,7 +320,20 @@ def correlate2d(input: Tensor, weight: Tensor, mode: str = "same", boundary: str
 def convolve2d(input: Tensor, weight: Tensor, mode: str = "same", boundary: str = "fill",
                fillvalue: float = 0, method: str = "auto",
                precision: Optional[str] = None) -> Tensor:
-    """Depthwise convolution (scipy.signal.convolve2d per channel); as correlate2d otherwise."""
+    """Depthwise convolution: `correlate2d` with each kernel flipped (scipy.signal.convolve2d
+    per channel); the same arguments, op (``tensorconv::convolve2d``) and gradients.
+
+    Examples
+    --------
+    >>> import torch
+    >>> import tensorconv.torch as tct
+    >>> x = torch.zeros(1, 1, 3, 3, dtype=torch.float64); x[0, 0, 1, 1] = 1.0
+    >>> w = torch.arange(9.0, dtype=torch.float64).reshape(1, 3, 3)
+    >>> tct.convolve2d(x, w)[0, 0]               # an impulse gives the kernel back
+    tensor([[0., 1., 2.],
+            [3., 4., 5.],
+            [6., 7., 8.]], dtype=torch.float64)
+    """
     weight = _weight3(input, weight)
     input, weight = _autocast(input, weight)
     return _convolve2d(input, weight, mode, boundary, float(fillvalue), method, precision)
@@ -284,7 +357,21 @@ class Conv2dDepthwise(nn.Module):
     'same'; (kh - 1, kw - 1) -> mode 'full' (output larger than the input, as conv2d gives).
     padding_mode 'zeros' -> boundary fill 0; 'circular' -> wrap. 'reflect' (torch's mirror
     without the edge) and 'replicate' have no scipy boundary and are refused, as are stride,
-    dilation, groups != C, out_channels != in_channels: a ValueError naming the argument."""
+    dilation, groups != C, out_channels != in_channels: a ValueError naming the argument.
+
+    Examples
+    --------
+    >>> import torch
+    >>> import tensorconv.torch as tct
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> ref = torch.nn.Conv2d(4, 4, 5, padding=2, groups=4, dtype=torch.float64)
+    >>> m = tct.Conv2dDepthwise(4, 4, 5, padding=2, groups=4, dtype=torch.float64)
+    >>> _ = m.load_state_dict(ref.state_dict())
+    >>> x = torch.randn(2, 4, 16, 16, dtype=torch.float64)
+    >>> torch.allclose(m(x), ref(x))
+    True
+    """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
