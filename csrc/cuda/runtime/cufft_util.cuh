@@ -1,4 +1,4 @@
-// cuFFT helpers shared by the fft method's two forms (fft.cu: 2-D transform pair, fft_rows.cu:
+// cuFFT plumbing shared by the fft method's two forms (fft.cu: 2-D transform pair, fft_rows.cu:
 // row transforms around a direct product down the columns): error checks that name the cuFFT
 // result, per-precision transform types, a plan whose work area the method owns (reported by
 // workspace_bytes), the process-wide shared plans (SharedCufft, below), and cuFFT's fast sizes.

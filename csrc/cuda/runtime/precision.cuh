@@ -1,6 +1,6 @@
 // Per-precision arithmetic traits shared by the CUDA methods: storage type, scalar compute type,
 // operand rounding (bf16, tf32), the vector of W pixels a thread carries (half2 for fp16, as the
-// im2tensor paper's baselines do) and its fused multiply-add. Also generic rounding helpers that
+// im2tensor paper's baselines do) and its fused multiply-add. Also generic rounding functions that
 // other CUDA methods (im2tensor, FIR) can reuse so that "bf16" and "tf32" mean the same everywhere.
 #pragma once
 #include <cuda_bf16.h>
@@ -18,7 +18,7 @@
 namespace tc {
 namespace cuda {
 
-// ---- generic rounding helpers (round to nearest; tf32 ties away, as cvt.rna does) ----------
+// ---- generic rounding functions (round to nearest; tf32 ties away, as cvt.rna does) ----------
 __host__ __device__ inline float round_to_bf16(float x) {
   return __bfloat162float(__float2bfloat16_rn(x));
 }

@@ -1,6 +1,6 @@
 // Device pieces shared by the two fused separable kernels (separable_boundary.cu: any tap
 // count, fp32/fp64; separable_boundary_fixed.cu: fp32 with the tap count a template argument):
-// the boundary index map, cp.async helpers, the launch parameters, the tile staging, and the
+// the boundary index map, cp.async wrappers, the launch parameters, the tile staging, and the
 // per-device launch bookkeeping. Internal to csrc/cuda/methods/filters/.
 #pragma once
 #include <cuda_runtime.h>

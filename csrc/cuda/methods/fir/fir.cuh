@@ -6,7 +6,7 @@
 //   fir_dki  diagonal kernel-image-loop unrolling (Fig. 3, Table II): D = Wᵀ × patch again, but
 //            every diagonal of D is an output (diagonal n - m -> pixel j0 + n - m), patches at a
 //            kernel-width stride so each (pixel, kernel column) product is made exactly once.
-// This header holds what the three share: geometry, staging, fragment helpers, the epilogue and
+// This header holds what the three share: geometry, staging, fragment loads and stores, the epilogue and
 // the Plan class. Per-method kernels live in fir_kl.cu / fir_ki.cu / fir_dki.cu.
 //
 // The paper's layouts are WMMA shapes; here they run on mma.sync m16n8k16 (a 16×16×16 tile is two

@@ -1,4 +1,4 @@
-// Device helpers both fused passes share (fused_pass.cu, fused_ws_pass.cu): 16-byte unpacking,
+// Device functions both fused passes share (fused_pass.cu, fused_ws_pass.cu): 16-byte unpacking,
 // the unrolled tap loop, image staging by cp.async, term dispatch and the FFMA row pass.
 #pragma once
 #include <type_traits>
