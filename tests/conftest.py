@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,31 @@ def check_vs_scipy(method, precision, rng, ishape, kshape, options=None):
                          options=options)
     err = relative_l2(out, ref)
     assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
+
+
+def run_threads(worker, args):
+    """worker(a) for each of `args` on a thread of its own, all started, then all joined."""
+    threads = [threading.Thread(target=worker, args=(a,)) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def fail_first_call(monkeypatch, owner, name):
+    """owner.name raises a simulated MemoryError on its first call, then works; the calls are
+    counted in the list returned."""
+    real = getattr(owner, name)
+    calls = []
+
+    def once(self, *a, **kw):
+        calls.append(1)
+        if len(calls) == 1:
+            raise MemoryError("simulated: out of memory")
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(owner, name, once)
+    return calls
 
 
 def pytest_configure(config):

@@ -4,12 +4,13 @@ ordered on the GPU; a new kernel on a seen shape stays close to a cached call. G
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import pytest
 import scipy.signal
+
+from conftest import run_threads
 
 import tensorconv as tc
 
@@ -58,11 +59,7 @@ def test_plans_sharing_a_transform_on_many_streams(fresh, layout, dtype):
         except Exception as e:  # pragma: no cover
             errors.append(repr(e))
 
-    ts = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_threads(worker, range(8))
     assert not errors
 
 

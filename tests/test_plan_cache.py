@@ -4,12 +4,13 @@ behind, out-of-memory retries. GPU tests (marked gpu) run CuPy and PyTorch kerne
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import pytest
 import scipy.signal
+
+from conftest import fail_first_call, run_threads
 
 import tensorconv as tc
 from tensorconv import _api, _plan_cache
@@ -209,11 +210,7 @@ def test_eight_threads_distinct_kernels(fresh):
         except Exception as e:  # pragma: no cover - reported below
             errors.append(repr(e))
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    run_threads(worker, range(8))
     assert not errors
 
 
@@ -249,15 +246,7 @@ def test_oom_empties_the_cache_and_retries_once(fresh, monkeypatch):
     tc.correlate2d(image, np.full((3, 3), 2.0), method="direct")  # another plan, cached
     assert tc.plan_cache_info()["plans"] == 1
     real = _api.Plan._real
-    calls = []
-
-    def once(self, *a, **kw):
-        calls.append(1)
-        if len(calls) == 1:
-            raise MemoryError("simulated: out of memory")
-        return real(self, *a, **kw)
-
-    monkeypatch.setattr(_api.Plan, "_real", once)
+    calls = fail_first_call(monkeypatch, _api.Plan, "_real")
     out = tc.correlate2d(image, k, "same", method="direct")
     _close(out, scipy.signal.correlate2d(image, k, "same"))
     assert len(calls) == 2
@@ -276,8 +265,7 @@ def test_oom_empties_the_cache_and_retries_once(fresh, monkeypatch):
     # a hit (the fast key) that runs out of memory retries with a new plan too
     monkeypatch.setattr(_api.Plan, "_real", real)
     tc.correlate2d(image, k, "same", method="direct")
-    calls.clear()
-    monkeypatch.setattr(_api.Plan, "_real", once)
+    calls = fail_first_call(monkeypatch, _api.Plan, "_real")
     _close(tc.correlate2d(image, k, "same", method="direct"),
            scipy.signal.correlate2d(image, k, "same"))
     assert len(calls) == 2
@@ -454,11 +442,7 @@ def test_gpu_eight_threads_distinct_kernels(fresh, streams):
         except Exception as e:  # pragma: no cover - reported below
             errors.append(repr(e))
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    run_threads(worker, range(8))
     assert not errors
     dev = tc.plan_cache_info()["devices"][0]
     assert dev["bytes"] <= dev["max_bytes"] and dev["hits"] > 0

@@ -6,11 +6,12 @@ call, out-of-memory retries; results are the same as an uncached call's, bit for
 from __future__ import annotations
 
 import importlib
-import threading
 
 import numpy as np
 import pytest
 import scipy.ndimage
+
+from conftest import fail_first_call, run_threads
 
 import tensorconv as tc
 from tensorconv import _api, _plan_cache, filters
@@ -84,17 +85,8 @@ def test_gaussian_eviction_under_a_tiny_budget(fresh):
 
 def test_gaussian_oom_retries_once(fresh, monkeypatch):
     x = _img(6)
-    real = gmod._Runner.__call__
-    calls = []
-
-    def once(self, *a, **kw):
-        calls.append(1)
-        if len(calls) == 1:
-            raise MemoryError("simulated: out of memory")
-        return real(self, *a, **kw)
-
     filters.gaussian(x, 1.0)  # cached: the retry of the next call builds its set-up again
-    monkeypatch.setattr(gmod._Runner, "__call__", once)
+    calls = fail_first_call(monkeypatch, gmod._Runner, "__call__")
     out = filters.gaussian(x, 1.0)
     assert len(calls) == 2
     np.testing.assert_allclose(out, scipy.ndimage.gaussian_filter(x, 1.0), atol=1e-12)
@@ -116,11 +108,7 @@ def test_gaussian_threads(fresh):
         except Exception as e:  # pragma: no cover - reported below
             errors.append(repr(e))
 
-    ts = [threading.Thread(target=worker, args=(s,)) for s in sigmas]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_threads(worker, sigmas)
     assert not errors
     assert tc.plan_cache_info()["devices"]["cpu"]["plans"] == 4
 
@@ -170,16 +158,7 @@ def test_astropy_eviction_and_oom(fresh, monkeypatch):
     np.testing.assert_allclose(tca.convolve(x, k), ap_convolve(x, k), atol=1e-12)
     assert tc.plan_cache_info()["plans"] == 0
     tc.set_plan_cache_limit(None)
-    real = _api.Plan.__call__
-    calls = []
-
-    def once(self, *a, **kw):
-        calls.append(1)
-        if len(calls) == 1:
-            raise MemoryError("simulated: out of memory")
-        return real(self, *a, **kw)
-
-    monkeypatch.setattr(_api.Plan, "__call__", once)
+    calls = fail_first_call(monkeypatch, _api.Plan, "__call__")
     np.testing.assert_allclose(tca.convolve(x, k), ap_convolve(x, k), atol=1e-12)
     assert len(calls) == 2 and tc.plan_cache_info()["plans"] == 1
 
@@ -199,11 +178,7 @@ def test_astropy_threads(fresh):
         except Exception as e:  # pragma: no cover - reported below
             errors.append(repr(e))
 
-    ts = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_threads(worker, range(8))
     assert not errors and tc.plan_cache_info()["devices"]["cpu"]["plans"] == 4
 
 
@@ -261,11 +236,7 @@ def test_gpu_gaussian_threads_and_streams(fresh):
         except Exception as e:  # pragma: no cover
             errors.append(repr(e))
 
-    ts = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_threads(worker, range(6))
     assert not errors
     d = tc.plan_cache_info()["devices"][0]
     assert d["bytes"] <= d["max_bytes"] and d["plans"] >= 2
