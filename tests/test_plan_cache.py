@@ -127,6 +127,65 @@ def test_checked_out_plans_are_not_shared(fresh):
     assert got == {id(p), id(q)}
 
 
+# ---- a new kernel on a seen shape ------------------------------------------------------------
+
+def _gpu_key(content, shape=(64, 64), stream=7):
+    return _plan_cache.key(np.frombuffer(content, np.float64).reshape(1, -1), shape, "same",
+                           "fill", "0.0", "fft", "fp32", False, 0, (), stream)
+
+
+def test_adopt_takes_an_idle_plan_of_the_same_call_for_a_new_kernel(fresh):
+    a, b, c = (np.full(3, v).tobytes() for v in (1.0, 2.0, 3.0))
+    old = _FakeCudaPlan(1000)
+    _plan_cache.release(_gpu_key(a), old)
+    seen = []
+    got = _plan_cache.adopt(_gpu_key(b), lambda p: seen.append(p) or True)
+    assert got is old and seen == [old]
+    dev = tc.plan_cache_info()["devices"][0]
+    assert dev["plans"] == 0 and dev["bytes"] == 0 and dev["rekernels"] == 1
+    assert _plan_cache.acquire(_gpu_key(a)) is None  # the old kernel's key is gone
+    _plan_cache.release(_gpu_key(b), got)
+    assert _plan_cache.acquire(_gpu_key(b)) is old
+    _plan_cache.release(_gpu_key(b), old)
+    # another image shape, stream or kernel shape is another call: nothing to adopt
+    assert _plan_cache.adopt(_gpu_key(c, shape=(64, 65)), lambda p: True) is None
+    assert _plan_cache.adopt(_gpu_key(c, stream=8), lambda p: True) is None
+    k4 = _plan_cache.key(np.ones((2, 2)), (64, 64), "same", "fill", "0.0", "fft", "fp32",
+                         False, 0, (), 7)
+    assert _plan_cache.adopt(k4, lambda p: True) is None
+    assert tc.plan_cache_info()["devices"][0]["plans"] == 1
+
+
+def test_adopt_declined_or_failed(fresh):
+    a, b = np.full(3, 1.0).tobytes(), np.full(3, 2.0).tobytes()
+    p = _FakeCudaPlan(1000)
+    _plan_cache.release(_gpu_key(a), p)
+    assert _plan_cache.adopt(_gpu_key(b), lambda q: False) is None
+    assert _plan_cache.acquire(_gpu_key(a)) is p  # declined: cached as it was
+    _plan_cache.release(_gpu_key(a), p)
+
+    def boom(q):
+        raise RuntimeError("re-preparing failed")
+
+    assert _plan_cache.adopt(_gpu_key(b), boom) is None
+    info = tc.plan_cache_info()["devices"][0]
+    assert info["plans"] == 0 and info["bytes"] == 0  # failed: dropped, nothing half-made kept
+
+
+def test_adopt_leaves_plans_in_use_and_cpu_plans(fresh):
+    a, b = np.full(3, 1.0).tobytes(), np.full(3, 2.0).tobytes()
+    p = _FakeCudaPlan(1000)
+    _plan_cache.release(_gpu_key(a), p)
+    assert _plan_cache.acquire(_gpu_key(a)) is p  # checked out by a call
+    assert _plan_cache.adopt(_gpu_key(b), lambda q: True) is None
+    _plan_cache.release(_gpu_key(a), p)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((20, 20))
+    tc.correlate2d(x, rng.standard_normal((3, 3)), method="direct")
+    tc.correlate2d(x, rng.standard_normal((3, 3)), method="direct")  # CPU plans: built
+    assert tc.plan_cache_info()["devices"]["cpu"]["rekernels"] == 0
+
+
 # ---- budgets ----------------------------------------------------------------------------------
 
 def test_eviction_under_a_tiny_budget(fresh):
@@ -498,3 +557,21 @@ def test_oneshot_preset_writes_its_files(fresh, tmp_path):
     assert {"oneshot", "oneshot_new_kernel", "plan"} <= impls
     assert all(r.get("equal", True) for r in rows)
     assert "one-shot against plan" in next(tmp_path.glob("oneshot_*.md")).read_text()
+
+
+@pytest.mark.gpu
+def test_gpu_auto_new_kernels_on_a_seen_shape(fresh):
+    """'auto' on a device image with large kernels, each new: a cached plan is re-prepared only
+    where the new kernel chooses the same method (a rank-1 kernel may choose another, then gets
+    its own plan); every result is its kernel's."""
+    cp = _cupy()
+    rng = np.random.default_rng(12)
+    x = rng.random((700, 650)).astype(np.float32)
+    xd = cp.asarray(x)
+    kernels = [rng.random((31, 31)), rng.random((31, 31)),
+               np.outer(rng.random(31), rng.random(31)), rng.random((31, 31))]
+    for k in kernels:
+        for mode in ("valid", "same"):
+            got = cp.asnumpy(tc.correlate2d(xd, k.astype(np.float32), mode)).astype(np.float64)
+            ref = scipy.signal.correlate(x.astype(np.float64), k, mode, method="fft")
+            assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max(), mode

@@ -266,6 +266,19 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("precision", [](const Plan& p) { return precision_name(p.precision()); })
       .def_property_readonly("kernel_count", &Plan::kernel_count)
       .def(
+          "replace_kernel",
+          [](Plan& p, const py::array_t<double, py::array::c_style | py::array::forcecast>& k) {
+            const std::int64_t kh = p.in_rows() - p.out_rows() + 1;
+            const std::int64_t kw = p.in_cols() - p.out_cols() + 1;
+            if (k.ndim() != 2 || k.shape(0) != kh || k.shape(1) != kw)
+              throw ValueError("replace_kernel takes a kernel of the plan's shape (" +
+                               std::to_string(kh) + ", " + std::to_string(kw) + ")");
+            return p.replace_kernel(k.data());
+          },
+          "Another kernel of the plan's shape (the method re-prepares at its next call); False "
+          "where the method cannot.",
+          py::arg("kernel"))
+      .def(
           "run",
           [](Plan& p, std::uintptr_t in_ptr, std::int64_t in_rows, std::int64_t in_cols,
              std::int64_t in_stride, std::uintptr_t out_ptr, std::int64_t out_rows,

@@ -286,6 +286,7 @@ std::unique_ptr<Plan> checked_plan(const MethodInfo& m, const PlanRequest& r) {
   auto ki = std::make_shared<std::vector<double>>();
   if (r.kernel_imag) ki->assign(r.kernel_imag, r.kernel_imag + r.kh * r.kw);
   const PlanFactory factory = m.factory;
+  plan->kernel_copy = k;
   plan->remake_for_rows = [factory, r, k, ki](std::int64_t rows) {
     PlanRequest q = r;
     q.kernel = k->data();
@@ -296,6 +297,13 @@ std::unique_ptr<Plan> checked_plan(const MethodInfo& m, const PlanRequest& r) {
   return plan;
 }
 }  // namespace
+
+bool Plan::replace_kernel(const double* k) {
+  if (kernels_ != 1 || complex_ || !set_kernel(k)) return false;
+  if (kernel_copy) kernel_copy->assign(k, k + kh_ * kw_);
+  kernel_replaced(k);
+  return true;
+}
 
 std::unique_ptr<Plan> make_plan(const std::string& method, const PlanRequest& r) {
   const MethodInfo& m = find_method(method);

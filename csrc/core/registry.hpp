@@ -98,6 +98,14 @@ class Plan {
   // Set by make_plan: the same method, kernel and precision over images of `rows` padded rows
   // and the same width (CUDA plans run a large host image as row bands through one of these).
   std::function<std::unique_ptr<Plan>(std::int64_t rows)> remake_for_rows;
+  // The kernel remake_for_rows makes its plans from (set by make_plan; replace_kernel keeps it).
+  std::shared_ptr<std::vector<double>> kernel_copy;
+
+  // Another real kernel of the plan's shape for a plan of one real kernel (the plan cache's
+  // miss on a seen shape): the method re-prepares its kernel state at its next call, on that
+  // call's stream, with nothing allocated and no host synchronisation. False, the plan
+  // unchanged, where the method cannot (a new plan is then made).
+  bool replace_kernel(const double* k);
 
   std::int64_t in_rows() const { return ih_; }  // the (padded) image shape it was made for
   std::int64_t in_cols() const { return iw_; }
@@ -119,6 +127,10 @@ class Plan {
   virtual void run_gather(const HostGather& in, const Tensor2D& out,
                           std::int64_t out_batch_stride, std::int64_t batch,
                           std::uintptr_t stream);
+  // replace_kernel's parts: the method's kernel state (default: it cannot), then what the plan
+  // keeps besides (CudaPlan: the host pipeline's band plan).
+  virtual bool set_kernel(const double* k) { (void)k; return false; }
+  virtual void kernel_replaced(const double* k) { (void)k; }
   std::int64_t kh_, kw_, ih_, iw_;
   std::int64_t kernels_;  // kernel_count: image b of a stack takes kernel b % kernels_
   Precision precision_;

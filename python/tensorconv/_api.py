@@ -466,13 +466,15 @@ class Plan:
             k64 = kb.to_host_float64(kernel)
             k64, ki64 = (np.ascontiguousarray(k64[::-1, ::-1]) if self.convolve else k64), None
         auto = method == "auto"
+        self._choice = None  # 'auto': what choose_method took besides the kernel's values
         if auto:
             on_device = kb.on_device if device is None else device == "cuda"
             # the ranking reads the kernel's values (rank, finiteness): a complex kernel's
             # imaginary part must not hide NaN/inf from it
             kdec = k64 if ki64 is None else np.where(np.isfinite(ki64), k64, np.nan)
-            method = choose_method(self.precision, on_device,
-                                   float(ph - kh + 1) * (pw - kw + 1) * kh * kw, kdec, (ph, pw))
+            self._choice = (on_device, float(ph - kh + 1) * (pw - kw + 1) * kh * kw, (ph, pw))
+            method = choose_method(self.precision, self._choice[0], self._choice[1], kdec,
+                                   self._choice[2])
         self.method = method
         info = {m.name: m for m in _methods()}.get(method)
         self._device = info.device if info else None
@@ -498,6 +500,31 @@ class Plan:
                         if ki64 is not None and ki64.any() and not self._native else None)
         self.kernel_shape = (kh, kw)
         self.out_shape = tuple(self._plan.out_shape)
+
+    def _rekernel(self, kernel) -> bool:
+        """Re-prepares this plan for another real kernel of its shape (the plan cache's miss on
+        a seen shape): the method remakes its kernel state on the device at the next call, with
+        nothing allocated. False, the plan unchanged, where the plan holds more than its one
+        core plan, the method cannot, or (method 'auto') the new kernel would choose another
+        method."""
+        if self._device != "cuda" or self.complex_kernel or any(
+                p is not None for p in (self._plan_i, self._plan_c, self._finite_fallback,
+                                        self._plan_fi, self._plan_fr, self._guard)):
+            return False
+        kb = backend_of(kernel)
+        kernel = kb.asarray(kernel)
+        if tuple(kernel.shape) != self.kernel_shape or kb.dtype_kind(kernel) == "c":
+            return False
+        k64 = kb.to_host_float64(kernel)
+        k64 = np.ascontiguousarray(k64[::-1, ::-1]) if self.convolve else k64
+        if self._choice is not None and choose_method(
+                self.precision, self._choice[0], self._choice[1], k64,
+                self._choice[2]) != self.method:
+            return False
+        if not self._plan.replace_kernel(k64):
+            return False
+        self._k64 = k64
+        return True
 
     def _check_complex_precision(self, what: str):
         if self.precision not in COMPLEX_PRECISIONS:
@@ -1057,6 +1084,9 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
                     method=method, precision=precision, convolve=convolve, device=device,
                     options=options)
 
+    if p is None and key is not None:  # a miss: a cached CUDA plan of these shapes may take it
+        p = _plan_cache.adopt(key, lambda q: isinstance(q, Plan) and q._rekernel(in2))
+
     out = _plan_cache.run(key, build, lambda q: q(in1), not b1.on_device, plan=p)
     # scipy flips a swapped correlation; convolution commutes, so it needs no flip
     out = b1.flip(out) if swapped and not convolve else out
@@ -1170,14 +1200,18 @@ def plan_cache_info() -> dict:
     Repeated `correlate2d` / `convolve2d` calls reuse their plan from a bounded cache with one
     pool per device (``"cpu"`` and each CUDA device id), keyed on the kernel's content (its bytes,
     or a digest of them), dtype and shape, the image shape, mode, boundary, fill value, method,
-    precision, options, device and (for device data) the CUDA stream.
+    precision, options, device and (for device data) the CUDA stream. A miss on a GPU whose pool
+    holds an idle plan of the same call but another kernel re-prepares that plan for the new
+    kernel where its method can (``fft``: the spectrum is remade on the device at the call)
+    instead of building one.
 
     Returns
     -------
     dict
         Totals ``plans``, ``bytes``, ``hits`` and ``misses``; the CPU pool's bounds
         ``max_plans`` and ``max_bytes``; and under ``devices`` each pool with its ``plans``,
-        ``bytes``, ``max_bytes``, ``max_plans``, ``hits``, ``misses`` and ``evictions``.
+        ``bytes``, ``max_bytes``, ``max_plans``, ``hits``, ``misses``, ``evictions`` and
+        ``rekernels`` (misses served by re-preparing a plan for a new kernel).
 
     Examples
     --------

@@ -27,6 +27,16 @@ the copy once (the host copy builds the plan). What a hit costs: the kernel copy
 key (bytes of the copy), one dictionary lookup under a lock and the plan's call; no allocation,
 no cuFFT planning, no cudaFree.
 
+A new kernel on a seen shape (GPU). A miss whose pool holds an idle CUDA plan cached under the
+same key but for the kernel's content takes that plan (the least recently used such) and has
+its method re-prepare it for the new kernel (Plan._rekernel -> the core's replace_kernel): the
+FFT methods remake their kernel spectrum or taps on the device at the call, on its stream, with
+nothing allocated and no cuFFT planning, where a new plan would allocate its buffers and, once
+the budget is full, free another plan's (cudaFree: a device-wide synchronisation). Methods that
+cannot re-prepare (and 'auto' plans whose new kernel would choose another method) build a new
+plan as before. So the same shape with many kernels holds one plan; two kernels alternating on
+one shape re-prepare at each call (an FFT plan's spectrum: a pad, a transform and a scale).
+
 Budget. Per device: the CPU pool holds at most MAX_PLANS plans and MAX_BYTES bytes (256 MiB);
 each GPU's pool at most MAX_GPU_PLANS plans and, by default, min(1 GiB, 10 % of that device's
 memory) bytes of plans (their workspace_bytes, their kernel copies, and an estimate of the
@@ -74,12 +84,12 @@ _device_total: dict = {}  # CUDA device id -> its memory, bytes (None: unknown)
 
 
 class _Pool:
-    __slots__ = ("name", "entries", "bytes", "plans", "hits", "misses", "evictions")
+    __slots__ = ("name", "entries", "bytes", "plans", "hits", "misses", "evictions", "rekernels")
 
     def __init__(self, name):
         self.name = name
         self.entries: OrderedDict = OrderedDict()  # key -> [shared, [(plan, nbytes), ...]]
-        self.bytes = self.plans = self.hits = self.misses = self.evictions = 0
+        self.bytes = self.plans = self.hits = self.misses = self.evictions = self.rekernels = 0
 
 
 def _env_limit():
@@ -413,6 +423,54 @@ def _drop(k, p, shared=None) -> None:
             _where.pop(k, None)
 
 
+def _shape_key(k):
+    """Key `k` without the kernel's content (the keys of key() and _api's fast keys), or None."""
+    if not isinstance(k, tuple) or len(k) < 4:
+        return None
+    i = 3 if k[2] == "fast" else 2
+    return k[:i] + k[i + 1:]
+
+
+def adopt(k, rekernel):
+    """A miss on key `k`: the least recently used idle CUDA plan cached under a key that differs
+    from `k` in the kernel's content alone, re-prepared for `k`'s kernel by rekernel(plan)
+    (True: done) and checked out for `k` (release() then keeps it under `k`); None where there
+    is none or rekernel declines (the plan then stays cached as it was)."""
+    sk = _shape_key(k)
+    if sk is None:
+        return None
+    with _lock:
+        found = None
+        for name, pool in _pools.items():
+            if name == "cpu":
+                continue
+            for old, entry in pool.entries.items():  # least recently used first
+                if not entry[0] and entry[1] and _shape_key(old) == sk:
+                    found = (pool, old, entry)
+                    break
+            if found is not None:
+                break
+        if found is None:
+            return None
+        pool, old, entry = found
+        p, nb = entry[1].pop()
+        pool.bytes -= nb
+        pool.plans -= 1
+        if not entry[1]:
+            del pool.entries[old]
+            _where.pop(old, None)
+    try:
+        done = rekernel(p)
+    except Exception:  # its kernel state is unknown: dropped (the caller builds a new plan)
+        return None
+    if not done:
+        release(old, p, nbytes=nb, shared=False)
+        return None
+    with _lock:
+        pool.rekernels += 1
+    return p
+
+
 def total_bytes() -> int:
     with _lock:
         return sum(p.bytes for p in _pools.values())
@@ -434,20 +492,20 @@ def clear(device=None, stats=True) -> None:
             pool.entries.clear()
             pool.bytes = pool.plans = 0
             if stats:
-                pool.hits = pool.misses = pool.evictions = 0
+                pool.hits = pool.misses = pool.evictions = pool.rekernels = 0
     del dropped
 
 
 def info() -> dict:
     """Entries, bounds, hits and misses since the last clear (tensorconv.plan_cache_info):
     totals, the CPU pool's bounds, and per device ("cpu", CUDA ids) plans, bytes, max_bytes,
-    hits, misses, evictions."""
+    hits, misses, evictions, rekernels."""
     with _lock:
         devices = {}
         for name, p in _pools.items():
             devices[name] = {"plans": p.plans, "bytes": p.bytes, "max_bytes": limit(name),
                              "max_plans": _max_plans(name), "hits": p.hits, "misses": p.misses,
-                             "evictions": p.evictions}
+                             "evictions": p.evictions, "rekernels": p.rekernels}
         return {"plans": sum(p.plans for p in _pools.values()), "max_plans": MAX_PLANS,
                 "bytes": sum(p.bytes for p in _pools.values()), "max_bytes": limit("cpu"),
                 "hits": sum(p.hits for p in _pools.values()),

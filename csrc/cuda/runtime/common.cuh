@@ -71,6 +71,8 @@ class CudaPlan : public Plan {
                                 std::int64_t batch, cudaStream_t stream);
   int device() const { return device_; }
   int sm_count() const { return sm_count_; }
+  // The host pipeline's band plan takes the new kernel too (or is dropped with its stager).
+  void kernel_replaced(const double* k) override;
 
  private:
   void run(const Tensor2D& in, const Tensor2D& out, std::uintptr_t stream) final;

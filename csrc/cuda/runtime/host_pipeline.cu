@@ -238,6 +238,11 @@ struct HostStager {
 
 void HostStagerDelete::operator()(HostStager* s) const { delete s; }
 
+void CudaPlan::kernel_replaced(const double* k) {
+  // (between calls: every host call has finished with the stager when it returns)
+  if (stager_ && stager_->band_plan && !stager_->band_plan->replace_kernel(k)) stager_.reset();
+}
+
 void CudaPlan::host_pipeline(const HostGather& g, const Tensor2D& out,
                              std::int64_t out_batch_stride, std::int64_t batch,
                              cudaStream_t caller) {

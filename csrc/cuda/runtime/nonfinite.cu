@@ -113,7 +113,17 @@ NonfiniteRepair::NonfiniteRepair(const PlanRequest& r)
   blocks_ = 8 * sms;
 }
 
+void NonfiniteRepair::set_kernel(const double* k) {
+  pending_.assign(k, k + static_cast<std::size_t>(kh_) * kw_);
+  pending_set_ = true;
+}
+
 void NonfiniteRepair::arm(cudaStream_t st) const {
+  if (pending_set_) {  // pageable source: staged before the call returns, ordered on `st`
+    TC_CUDA_CHECK(cudaMemcpyAsync(k_.get(), pending_.data(), pending_.size() * sizeof(double),
+                                  cudaMemcpyHostToDevice, st));
+    pending_set_ = false;
+  }
   TC_CUDA_CHECK(cudaMemsetAsync(flag_.get(), 0, sizeof(int), st));
 }
 

@@ -38,6 +38,8 @@ class NonfiniteRepair {
   // workspace_bytes: the kernel itself, as naive's coefficients).
   explicit NonfiniteRepair(const PlanRequest& r);
   int* flag() const { return flag_.get<int>(); }
+  // Another kernel of the same shape, uploaded by the next arm() on that call's stream.
+  void set_kernel(const double* k);
   // Before the launches whose epilogues call mark_nonfinite(flag(), ...).
   void arm(cudaStream_t st) const;
   // After the method's launches: recompute the non-finite outputs. flagged: only if the flag was
@@ -51,6 +53,8 @@ class NonfiniteRepair {
 
  private:
   DeviceBuffer k_, flag_;
+  mutable std::vector<double> pending_;  // set_kernel's kernel until arm() uploads it
+  mutable bool pending_set_ = false;
   int kh_ = 0, kw_ = 0, blocks_ = 0;
 };
 

@@ -513,6 +513,20 @@ class FftPlan final : public CudaPlan {
   using KReal = std::conditional_t<P == Precision::fp64, double, float>;
   using KCplx = std::conditional_t<P == Precision::fp64, double2, float2>;
 
+  // A new kernel: its operands now, its spectrum at the next call on that call's stream (as a
+  // first call's). fp16's spectrum is made at construction and waited for: remade instead.
+  bool set_kernel(const double* k) override {
+    if (P == Precision::fp16 || kernels_ != 1) return false;
+    PlanRequest q;
+    q.kernel = k;
+    q.kh = kh_;
+    q.kw = kw_;
+    kernel_host(q);
+    nf_.set_kernel(k);
+    kspec_ready_ = false;
+    return true;
+  }
+
   // The kernel as its transform takes it (half-rounded operands for fp16 / fp16fp32), and the
   // spectrum's scale: 1 / (N M), or for fp16 a power of two <= 1 / sum|k| so that it fits half.
   void kernel_host(const PlanRequest& r) {

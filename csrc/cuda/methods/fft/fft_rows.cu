@@ -103,7 +103,8 @@ class FftRowsPlan final : public CudaPlan {
     nl_ = static_cast<int>(std::min<std::int64_t>(kLow, (w_ + 1) / 2));  // below the Nyquist
     low_.reset(hb_ * kLow * sizeof(double2));
     TC_CUDA_CHECK(cudaMemset(low_.get(), 0, low_.bytes()));  // columns nl.. stay zero
-    taps(r);
+    tables();
+    khost_.assign(r.kernel, r.kernel + r.kh * r.kw);
     cgrid_ = fftrows::crop_grid(static_cast<int>(hb_), static_cast<int>(ow_),
                                 fftrows::crop_blocks<T, kLow>(device()));
     TC_CUDA_CHECK(cudaFuncSetAttribute(fftrows::correlate_down<T, kR, kWarps, kLow>,
@@ -114,12 +115,13 @@ class FftRowsPlan final : public CudaPlan {
   std::size_t workspace_bytes() const override {
     // (the shared group's work area in full: an upper bound where plans share it)
     return plans_->work_bytes() + spec_.bytes() + o_.bytes() + low_.bytes() + taps_.bytes() +
-           glo_.bytes() + tw_.bytes();
+           glo_.bytes() + tw_.bytes() + tab_.bytes() + kd_.bytes();
   }
 
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
     if (in.row_stride != stride_) make_plans(in.row_stride);
+    if (!taps_ready_) taps(stream);
     nf_.arm(stream);
     SharedCufft::Use fft(*plans_, stream);
     const dim3 pgrid = G::grid(static_cast<int>(mc_), static_cast<int>(hb_));
@@ -165,35 +167,44 @@ class FftRowsPlan final : public CudaPlan {
     return plans_->work_bytes();
   }
 
-  // taps[s][v] = conj(sum_t k[s][t] e^{-2 pi i v t / W}) / W (kp rows, zeros past kh), the same
-  // for v < kLow in float64 (glo), and the crop's twiddles tw[x] = e^{2 pi i x / W}. The
-  // cos / sin table (O(W)) is made on the host; the O(kh W kw) sums run on the device
-  // (taps_kernel: float64, unfused multiply-adds in the host loop's order, so the same bits).
-  void taps(const PlanRequest& r) {
+  // A new kernel: its taps are made at the next call, on that call's stream (as a first call's).
+  bool set_kernel(const double* k) override {
+    khost_.assign(k, k + kh_ * kw_);
+    nf_.set_kernel(k);
+    taps_ready_ = false;
+    return true;
+  }
+
+  // The cos / sin table cs[j] = e^{2 pi i j / W} (O(W), made on the host, kept for the taps),
+  // and the crop's twiddles tw[x] = cs[x]; synchronous uploads, so any stream may read them.
+  void tables() {
     std::vector<double2> cssn(static_cast<std::size_t>(w_));
     for (std::int64_t j = 0; j < w_; ++j) {
       const double a = 2.0 * M_PI * static_cast<double>(j) / static_cast<double>(w_);
       cssn[j] = double2{std::cos(a), std::sin(a)};
     }
+    tab_.upload(cssn.data(), cssn.size() * sizeof(double2));
+    if (kLow > 1) tw_.upload(cssn.data(), static_cast<std::size_t>(ow_) * sizeof(double2));
     taps_.reset(static_cast<std::size_t>(kp_ * mc_) * sizeof(C));
     glo_.reset(static_cast<std::size_t>(kp_ * kLow) * sizeof(double2));
-    DeviceBuffer tab(cssn.size() * sizeof(double2)), kd(std::size_t(r.kh * r.kw) * sizeof(double));
-    cudaStream_t s = nullptr;
-    TC_CUDA_CHECK(cudaMemcpyAsync(tab.get(), cssn.data(), tab.bytes(), cudaMemcpyHostToDevice, s));
-    TC_CUDA_CHECK(cudaMemcpyAsync(kd.get(), r.kernel, kd.bytes(), cudaMemcpyHostToDevice, s));
+    kd_.reset(static_cast<std::size_t>(kh_ * kw_) * sizeof(double));
+  }
+
+  // taps[s][v] = conj(sum_t k[s][t] e^{-2 pi i v t / W}) / W (kp rows, zeros past kh), the same
+  // for v < kLow in float64 (glo), on `stream`: the O(kh W kw) sums run on the device
+  // (taps_kernel: float64, unfused multiply-adds in the host loop's order, so the same bits).
+  // The kernel's upload is from pageable memory the plan keeps (staged before the call returns).
+  void taps(cudaStream_t s) {
+    TC_CUDA_CHECK(cudaMemcpyAsync(kd_.get(), khost_.data(), kd_.bytes(), cudaMemcpyHostToDevice,
+                                  s));
     TC_CUDA_CHECK(cudaMemsetAsync(taps_.get(), 0, taps_.bytes(), s));
     TC_CUDA_CHECK(cudaMemsetAsync(glo_.get(), 0, glo_.bytes(), s));
     const dim3 grid(static_cast<unsigned>((mc_ + 127) / 128), static_cast<unsigned>(kh_));
-    fftrows_taps_kernel<T, C><<<grid, 128, 0, s>>>(kd.get<double>(), r.kw, tab.get<double2>(), w_,
-                                                   mc_, taps_.get<C>(), glo_.get<double2>(),
+    fftrows_taps_kernel<T, C><<<grid, 128, 0, s>>>(kd_.get<double>(), kw_, tab_.get<double2>(),
+                                                   w_, mc_, taps_.get<C>(), glo_.get<double2>(),
                                                    kLow, nl_);
     TC_CUDA_LAUNCH_CHECK();
-    if (kLow > 1) {
-      tw_.reset(static_cast<std::size_t>(ow_) * sizeof(double2));
-      TC_CUDA_CHECK(cudaMemcpyAsync(tw_.get(), cssn.data(), tw_.bytes(), cudaMemcpyHostToDevice, s));
-    }
-    // the temporaries are freed on return (cudaFree waits for the kernel): construction ends
-    // with the taps ready, as before
+    taps_ready_ = true;
   }
 
   std::int64_t w_ = 0, mc_ = 0, kh_ = 0, oh_ = 0, ow_ = 0, kp_ = 0, hb_ = 0, hin_ = 0;
@@ -202,7 +213,9 @@ class FftRowsPlan final : public CudaPlan {
   dim3 cgrid_;
   std::size_t smem_ = 0;
   std::shared_ptr<SharedCufft> plans_;
-  DeviceBuffer spec_, o_, low_, taps_, glo_, tw_;
+  DeviceBuffer spec_, o_, low_, taps_, glo_, tw_, tab_, kd_;
+  std::vector<double> khost_;  // the kernel the taps are made from
+  bool taps_ready_ = false;  // (a CUDA plan runs one call at a time: the plan cache's checkout)
   NonfiniteRepair nf_;
 };
 
