@@ -9,6 +9,7 @@ Profiles (TENSORCONV_HYPOTHESIS=<name>, default "ci"):
         a 2-core machine; the GPU tests run 10 examples per method here.
   long  >= 20,000 examples per test, so per GPU method (every method of every family, with
         `-m gpu` on a CUDA machine), random seeds, no deadline.
+TENSORCONV_HYPOTHESIS_EXAMPLES=N sets the long profile's examples per test (a shorter run).
 
 Bounds: an output's error is held to bound(method, precision) * L_i, where L_i = sum |x||k|
 over its window (with |fill| in the padding), the scale of a direct sum's rounding; methods
@@ -40,7 +41,8 @@ _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
 
 def _settings(ci_examples: int, long_examples: int = 20_000):
     if PROFILE == "long":
-        return settings(max_examples=long_examples, **_COMMON)
+        n = int(os.environ.get("TENSORCONV_HYPOTHESIS_EXAMPLES", long_examples))
+        return settings(max_examples=n, **_COMMON)
     return settings(max_examples=ci_examples, derandomize=True, database=None, **_COMMON)
 
 

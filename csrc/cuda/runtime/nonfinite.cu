@@ -118,17 +118,22 @@ void NonfiniteRepair::set_kernel(const double* k) {
   pending_set_ = true;
 }
 
-void NonfiniteRepair::arm(cudaStream_t st) const {
+void NonfiniteRepair::flush(cudaStream_t st) const {
   if (pending_set_) {  // pageable source: staged before the call returns, ordered on `st`
     TC_CUDA_CHECK(cudaMemcpyAsync(k_.get(), pending_.data(), pending_.size() * sizeof(double),
                                   cudaMemcpyHostToDevice, st));
     pending_set_ = false;
   }
+}
+
+void NonfiniteRepair::arm(cudaStream_t st) const {
+  flush(st);
   TC_CUDA_CHECK(cudaMemsetAsync(flag_.get(), 0, sizeof(int), st));
 }
 
 void NonfiniteRepair::run(const Tensor2D& in, const Tensor2D& out, cudaStream_t st,
                           bool flagged) const {
+  flush(st);
   const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
   const int bx = std::min(ceil_div(ow, 256), 8);
   const dim3 grid(bx, std::min(std::max(blocks_ / bx, 1), std::min(oh, 65535)));
@@ -158,6 +163,7 @@ void NonfiniteRepair::run(const Tensor2D& in, const Tensor2D& out, cudaStream_t 
 
 void NonfiniteRepair::run_windows(const Tensor2D& in, const Tensor2D& out,
                                   cudaStream_t st) const {
+  flush(st);
   if (out.rows == 0 || out.cols == 0) return;
   switch (in.dtype) {
     case DType::f16: launch_mark_windows<__half>(flag(), in, out, kh_, kw_, st); break;

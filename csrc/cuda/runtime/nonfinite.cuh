@@ -38,7 +38,8 @@ class NonfiniteRepair {
   // workspace_bytes: the kernel itself, as naive's coefficients).
   explicit NonfiniteRepair(const PlanRequest& r);
   int* flag() const { return flag_.get<int>(); }
-  // Another kernel of the same shape, uploaded by the next arm() on that call's stream.
+  // Another kernel of the same shape, uploaded on the stream of the next arm(), run() or
+  // run_windows().
   void set_kernel(const double* k);
   // Before the launches whose epilogues call mark_nonfinite(flag(), ...).
   void arm(cudaStream_t st) const;
@@ -52,6 +53,7 @@ class NonfiniteRepair {
   void run_windows(const Tensor2D& in, const Tensor2D& out, cudaStream_t st) const;
 
  private:
+  void flush(cudaStream_t st) const;  // set_kernel's kernel to the device, if one is pending
   DeviceBuffer k_, flag_;
   mutable std::vector<double> pending_;  // set_kernel's kernel until arm() uploads it
   mutable bool pending_set_ = false;

@@ -670,11 +670,7 @@ class Plan final : public CudaPlan {
     DeviceBuffer k64;
     k64.upload(r.kernel, sizeof(double) * r.kh * r.kw);
     kt_.reset(sizeof(typename T::Stage) * ktn * (T::SPLIT == 3 ? 2 : 1));
-    auto* kt = kt_.get<typename T::Stage>();
-    prep_kt_kernel<T><<<ceil_div(ktn, 256), 256>>>(k64.get<double>(), g_.kh, g_.kw,
-                                                   g_.nI * g_.hB, g_.hKp, kt,
-                                                   T::SPLIT == 3 ? kt + ktn : nullptr);
-    TC_CUDA_LAUNCH_CHECK();
+    prep_kt(k64.get<double>(), nullptr);
     TC_CUDA_CHECK(cudaDeviceSynchronize());
 
     // Workspace per output row; the image is run in bands of band_ output rows so that it stays
@@ -700,9 +696,24 @@ class Plan final : public CudaPlan {
 
   std::size_t workspace_bytes() const override { return ws_bytes_; }
 
+  // A new kernel: K̂ᵀ is remade on the device at the next call, on its stream.
+  bool set_kernel(const double* k) override {
+    kpending_.assign(k, k + kh_ * kw_);
+    k64_.ensure(kpending_.size() * sizeof(double));
+    kdirty_ = true;
+    nf_.set_kernel(k);
+    return true;
+  }
+
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t st) override {
     using Out = typename T::Out;
+    if (kdirty_) {  // pageable source: staged before the call returns
+      TC_CUDA_CHECK(cudaMemcpyAsync(k64_.get(), kpending_.data(), k64_.bytes(),
+                                    cudaMemcpyHostToDevice, st));
+      prep_kt(k64_.get<double>(), st);
+      kdirty_ = false;
+    }
     // NaN/inf: the mma path's final stores flag the repair; the other paths (atomics, Tr+ and
     // recombination passes) have the repair test every output.
     const bool flagged = mma_ && E == Epi::partial_c;
@@ -731,6 +742,16 @@ class Plan final : public CudaPlan {
   }
 
  private:
+  // K̂ᵀ from the float64 kernel `k64` on the device (the split formats' low part after it).
+  void prep_kt(const double* k64, cudaStream_t st) {
+    const std::size_t ktn = static_cast<std::size_t>(g_.nI) * g_.hB * g_.hKp;
+    auto* kt = kt_.get<typename T::Stage>();
+    prep_kt_kernel<T><<<ceil_div(ktn, 256), 256, 0, st>>>(k64, g_.kh, g_.kw, g_.nI * g_.hB,
+                                                          g_.hKp, kt,
+                                                          T::SPLIT == 3 ? kt + ktn : nullptr);
+    TC_CUDA_LAUNCH_CHECK();
+  }
+
   void run_band(const Args& a, cudaStream_t st) {
     using Out = typename T::Out;
     const Geo& g = a.g;
@@ -800,6 +821,9 @@ class Plan final : public CudaPlan {
   std::size_t smem_ = 0, ws_bytes_ = 0;
   std::int64_t band_ = 0;  // output rows per band (the workspace holds one band)
   DeviceBuffer kt_, ws_;
+  DeviceBuffer k64_;              // set_kernel's float64 kernel on the device
+  std::vector<double> kpending_;  // set_kernel's kernel until the next call uploads it
+  bool kdirty_ = false;
   NonfiniteRepair nf_;
 };
 

@@ -32,6 +32,10 @@ class FixedPlan final : public BatchedCudaPlan {
     ctas_ = std::max(1, per_sm) * sms;
   }
   std::size_t workspace_bytes() const override { return 0; }  // taps travel with the launch
+  bool set_kernel(const double* k) override {
+    nfix::fill_taps(taps_, k, wino_ok_);
+    return true;
+  }
 
  protected:
   // One launch for the whole stack: persistent CTAs share the rows of every image's strips.

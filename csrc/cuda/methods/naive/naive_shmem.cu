@@ -124,6 +124,15 @@ class ShmemPlan final : public BatchedCudaPlan {
   }
   // The kernel's coefficients live in the launch parameters or a small device buffer.
   std::size_t workspace_bytes() const override { return KCAP == 0 ? coef_.bytes() : 0; }
+  // A new kernel: its coefficients are made on the device at the next call, on its stream
+  // (the launch-parameter copy of the constant-memory option is made at construction: remade).
+  bool set_kernel(const double* k) override {
+    if (KCAP > 0) return false;
+    pending_.assign(k, k + kh_ * kw_);
+    kstage_.ensure(pending_.size() * sizeof(double));
+    pending_set_ = true;
+    return true;
+  }
 
  protected:
   // One launch per 65535 images (gridDim.z): small images fill the card together.
@@ -133,6 +142,15 @@ class ShmemPlan final : public BatchedCudaPlan {
     constexpr int OH = BY * rows_per_thread<P>();
     const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
     const dim3 block(BX, BY);
+    if (pending_set_) {  // pageable source: staged before the call returns
+      const std::int64_t n = static_cast<std::int64_t>(pending_.size());
+      TC_CUDA_CHECK(cudaMemcpyAsync(kstage_.get(), pending_.data(), n * sizeof(double),
+                                    cudaMemcpyHostToDevice, stream));
+      coefficients_kernel<P><<<ceil_div(n, 256), 256, 0, stream>>>(kstage_.get<double>(),
+                                                                   coef_.get<Vec>(), n);
+      TC_CUDA_LAUNCH_CHECK();
+      pending_set_ = false;
+    }
     for (std::int64_t b0 = 0; b0 < batch; b0 += 65535) {
       const dim3 grid(ceil_div(ow, BX * T::W), std::min(ceil_div(oh, OH), 65535),
                       static_cast<unsigned>(std::min<std::int64_t>(batch - b0, 65535)));
@@ -148,6 +166,9 @@ class ShmemPlan final : public BatchedCudaPlan {
 
  private:
   DeviceBuffer coef_;
+  DeviceBuffer kstage_;          // set_kernel's float64 kernel on the device
+  std::vector<double> pending_;  // set_kernel's kernel until the next call uploads it
+  bool pending_set_ = false;
   std::unique_ptr<K> kc_;  // host copy handed to every launch (up to 30 KB)
   int pitch_ = 0;
   std::size_t smem_ = 0;

@@ -20,6 +20,14 @@ class ToeplitzPlan final : public CudaPlan {
   }
 
   std::size_t workspace_bytes() const override { return band_.bytes() + kd_.bytes(); }
+  // A new kernel: its tables now (the geometry is the shape's), uploaded at the next call.
+  bool set_kernel(const double* k) override {
+    Setup<P, Gm> s = prepare<P, Gm>(k, static_cast<int>(kh_), static_cast<int>(kw_));
+    if (s.band.size() != st_.band.size() || s.kd.size() != st_.kd.size()) return false;
+    st_ = std::move(s);
+    dirty_ = true;
+    return true;
+  }
 
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
@@ -34,12 +42,20 @@ class ToeplitzPlan final : public CudaPlan {
     a.ow = static_cast<int>(out.cols);
     a.kh = static_cast<int>(kh_);
     a.kw = static_cast<int>(kw_);
+    if (dirty_) {  // pageable sources: staged before the calls return
+      TC_CUDA_CHECK(cudaMemcpyAsync(band_.get(), st_.band.data(), band_.bytes(),
+                                    cudaMemcpyHostToDevice, stream));
+      TC_CUDA_CHECK(cudaMemcpyAsync(kd_.get(), st_.kd.data(), kd_.bytes(),
+                                    cudaMemcpyHostToDevice, stream));
+      dirty_ = false;
+    }
     launch<P, Gm>(a, st_, band_.get(), kd_.get(), stream);
   }
 
  private:
   Setup<P, Gm> st_;
   DeviceBuffer band_, kd_;
+  bool dirty_ = false;  // st_ holds a kernel the device buffers do not yet
 };
 
 }  // namespace
