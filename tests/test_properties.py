@@ -178,8 +178,9 @@ def _reference(fn: str, p: dict):
     aa, bb = a.astype(wide), b.astype(wide)
     with np.errstate(invalid="ignore", over="ignore"):
         ref = f(aa, bb, p["mode"], p["boundary"], p["fillvalue"])
-        L = ss.correlate2d(np.abs(aa), np.abs(bb), p["mode"], p["boundary"],
-                           abs(complex(p["fillvalue"])))
+        # the same function: a convolution's windows are not the correlation's (a NaN pixel in
+        # one but not the other would make L NaN where the output is finite)
+        L = f(np.abs(aa), np.abs(bb), p["mode"], p["boundary"], abs(complex(p["fillvalue"])))
     return ref, L
 
 
@@ -382,3 +383,28 @@ def test_gpu_method(method, data):
         assert any(w in str(e) for w in ("support", "at most", "kernel", "take", "limit")), e
         return
     _check(_to_host(out), ref, L, method, prec)
+
+
+# ---- regressions found by the long profile ----------------------------------------------------
+
+_CONVOLVE_WINDOW = dict(in1=np.array([[1.096, np.nan]], np.float16),
+                        in2=np.array([[-3.672, -3.867]], np.float16), mode="same",
+                        boundary="fill", fillvalue=0)
+
+
+@pytest.mark.parametrize("method", ["direct"] + _gpu_params())
+def test_convolution_held_to_its_own_windows(method):
+    """A NaN pixel inside a correlation's window but outside the convolution's: the finite
+    output is held to the convolution's L (the long profile's first failure, on every GPU method
+    with float16 data: L was the correlation's, NaN there, so any rounding failed)."""
+    ref, L = _reference("convolve2d", _CONVOLVE_WINDOW)
+    assert np.isfinite(L[0, 0]) and np.isnan(L[0, 1]) and np.isfinite(ref[0, 0])
+    row = {m.name: m for m in tc.methods()}[method]
+    a, b = _CONVOLVE_WINDOW["in1"], _CONVOLVE_WINDOW["in2"]
+    for prec in row.precisions:
+        try:
+            out = tc.convolve2d(a, b, "same", method=method, precision=prec)
+        except ValueError as e:  # a method's documented limits are not faults
+            assert any(w in str(e) for w in ("support", "at most", "kernel", "take", "limit")), e
+            continue
+        _check(_to_host(out), ref, L, method, prec)

@@ -1,5 +1,8 @@
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "core/half.hpp"
 #include "cuda/runtime/common.cuh"
@@ -14,6 +17,19 @@ void throw_cuda(cudaError_t e, const char* what, const char* file, int line) {
                     std::to_string(line) + ")";
   if (e == cudaErrorMemoryAllocation) throw OutOfMemory(msg);
   throw DeviceError(msg);
+}
+
+void raise_dynamic_smem(const void* fn, std::size_t bytes) {
+  static std::mutex m;
+  static std::map<std::pair<int, const void*>, std::size_t> set;  // (device, fn) -> limit
+  int dev = 0;
+  TC_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(m);
+  std::size_t& have = set[{dev, fn}];
+  if (bytes <= have || bytes <= 48 * 1024) return;  // (48 KB: every kernel's default)
+  TC_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(bytes)));
+  have = bytes;
 }
 
 // The fill value as the storage's bit pattern (real storage).

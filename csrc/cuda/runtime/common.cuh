@@ -113,5 +113,15 @@ class BatchedCudaPlan : public CudaPlan {
 
 inline int ceil_div(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
+// Lets `fn` launch with `bytes` of dynamic shared memory on the current device. The limit is
+// the function's, process-wide: it is only ever raised (to the largest any plan asked for, each
+// of which fit the device), so a plan made later with a smaller need cannot make an earlier,
+// cached plan's launches fail. Thread-safe.
+void raise_dynamic_smem(const void* fn, std::size_t bytes);
+template <class F>
+void raise_dynamic_smem(F* fn, std::size_t bytes) {
+  raise_dynamic_smem(reinterpret_cast<const void*>(fn), bytes);
+}
+
 }  // namespace cuda
 }  // namespace tc

@@ -54,8 +54,7 @@ bool bl_use_smem(Kernel kern, std::size_t smem, int device) {
   TC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (smem > std::min<std::size_t>(kBilateralSmemMax, static_cast<std::size_t>(optin)))
     return false;
-  TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(smem)));
+  raise_dynamic_smem(kern, smem);
   return true;
 }
 

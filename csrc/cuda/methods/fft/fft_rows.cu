@@ -107,9 +107,7 @@ class FftRowsPlan final : public CudaPlan {
     khost_.assign(r.kernel, r.kernel + r.kh * r.kw);
     cgrid_ = fftrows::crop_grid(static_cast<int>(hb_), static_cast<int>(ow_),
                                 fftrows::crop_blocks<T, kLow>(device()));
-    TC_CUDA_CHECK(cudaFuncSetAttribute(fftrows::correlate_down<T, kR, kWarps, kLow>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem_)));
+    raise_dynamic_smem(fftrows::correlate_down<T, kR, kWarps, kLow>, smem_);
   }
 
   std::size_t workspace_bytes() const override {

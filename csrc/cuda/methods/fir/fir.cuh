@@ -244,9 +244,7 @@ class Plan final : public CudaPlan {
           case Scheme::ki32: b.fn = ki_kernel<T>(b.g, true); b.smem = stage_bytes(b.g); break;
           case Scheme::dki: b.fn = dki_kernel<T>(b.g); b.smem = stage_bytes(b.g); break;
         }
-        if (b.smem > 48 * 1024)
-          TC_CUDA_CHECK(cudaFuncSetAttribute(b.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(b.smem)));
+        raise_dynamic_smem(b.fn, b.smem);
         blocks_.push_back(std::move(b));
       }
     }

@@ -689,9 +689,7 @@ class Plan final : public CudaPlan {
     ws_bytes_ = per_row * static_cast<std::size_t>(band_);
     ws_.reset(ws_bytes_);
 
-    if (smem_ > 48 * 1024)
-      TC_CUDA_CHECK(cudaFuncSetAttribute(kfn_, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem_)));
+    raise_dynamic_smem(kfn_, smem_);
   }
 
   std::size_t workspace_bytes() const override { return ws_bytes_; }

@@ -924,12 +924,7 @@ Setup<P, Gm> prepare(const double* kernel, int kh, int kw, std::size_t budget = 
 template <Precision P, class Gm, int DB>
 void launch_db(Args a, bool carry, std::size_t smem, cudaStream_t stream) {
   auto kern = toeplitz_kernel<P, Gm, DB>;
-  static std::size_t opted = 48 * 1024;  // per instantiation: raise the dynamic limit once
-  if (smem > opted) {
-    TC_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem)));
-    opted = smem;
-  }
+  raise_dynamic_smem(kern, smem);
   const long long nrb = (a.oh + Gm::TH - 1) / Gm::TH;
   a.nph = 1;
   a.carry = false;

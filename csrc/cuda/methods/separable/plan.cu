@@ -131,8 +131,7 @@ class SeparablePlan final : public CudaPlan {
       std::copy_n(b.data() + static_cast<std::size_t>(q) * kw_, kw_, coef_[q].b);
     }
     int per_sm = 0;
-    TC_CUDA_CHECK(cudaFuncSetAttribute(kern_, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem_)));
+    raise_dynamic_smem(kern_, smem_);
     TC_CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern_, BX * block_y_, smem_));
     if (per_sm < 1) return false;
