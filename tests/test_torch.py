@@ -125,6 +125,36 @@ def test_gradcheck(boundary, mode, convolve):
     assert torch.autograd.gradgradcheck(fn, (x, w))
 
 
+@pytest.mark.parametrize("precision", [None, "fp64"])
+def test_fft_weight_gradient_is_the_valid_correlation(precision):
+    """The kernel gradient's FFT form (taken for CUDA tensors with method 'auto') against the op's
+    own valid correlation, summed over N, on the CPU in float64."""
+    from tensorconv import torch as tt
+
+    x, _ = _data((3, 4, 13, 11), (1, 1), seed=5)
+    g, _ = _data((3, 4, 9, 8), (1, 1), seed=6)  # grad_out: kernels (5, 4) result
+    got = tt._valid_xcorr_fft(x.detach(), g.detach(), 5, 4, precision)
+    ref = tt._correlate2d(x.detach().reshape(1, 12, 13, 11), g.detach().reshape(12, 9, 8),
+                          "valid", "fill", 0.0, "auto", None).reshape(3, 4, 5, 4).sum(0)
+    assert got.shape == (4, 5, 4) and got.dtype == torch.float64
+    torch.testing.assert_close(got, ref, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("convolve", [False, True])
+def test_gradcheck_fft_weight_gradient(monkeypatch, boundary, convolve):
+    """gradcheck / gradgradcheck through the FFT form of the kernel gradient (forced on the
+    CPU: the form is the same torch code on any device)."""
+    from tensorconv import torch as tt
+
+    monkeypatch.setattr(tt, "_fft_weight_grad", lambda xp, method: True)
+    x, w = _data((2, 2, 7, 6), (4, 3), seed=7)
+    f = tct.convolve2d if convolve else tct.correlate2d
+    fn = lambda a, b: f(a, b, "same", boundary, 0.5)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (x, w))
+    assert torch.autograd.gradgradcheck(fn, (x, w))
+
+
 def test_gradcheck_large_symm_pads():
     # kernel larger than the image in 'full' mode: pads wider than the image fold several times
     x, w = _data((1, 2, 3, 4), (7, 9))

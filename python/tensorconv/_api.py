@@ -16,7 +16,7 @@ from . import _autotune, _bounds, _core, _cpu_cost, _fft_guard, _plan_cache
 from ._arrays import _NP_DTYPES, NumpyBackend, backend_of, pad_sources
 from ._factors import rank_factors
 from .methods import PRECISIONS
-from .methods import methods as _methods
+from .methods import _rows as _methods
 from .methods import takes_complex
 
 # The dtypes the core's precisions' data crosses in (csrc/core/types.cpp).
@@ -230,13 +230,21 @@ def _fill_for(fillvalue, complex_data: bool):
     return fillvalue
 
 
-def _gpu_preference(precision: str, kernel: np.ndarray | None, image_shape=None) -> list:
+def _gpu_preference(precision: str, kernel: np.ndarray | None, image_shape=None,
+                    features=None) -> list:
     """GPU methods by the measured cost model (_autotune: tuned on this device, else the shipped
     H100 defaults), fastest first; deterministic ones within the precision's accuracy bound."""
-    return _gpu_ranking(precision, kernel, image_shape)[0]
+    return _gpu_ranking(precision, kernel, image_shape, features=features)[0]
 
 
-def _gpu_ranking(precision: str, kernel: np.ndarray | None, image_shape, candidates=None):
+def _kernel_features(kernel: np.ndarray, precision: str) -> tuple:
+    """What the GPU ranking reads of a kernel's values (besides its shape): rank 1, finite."""
+    return (kernel.size > 1 and _autotune.is_rank1(kernel, precision),
+            bool(np.isfinite(kernel).all()))
+
+
+def _gpu_ranking(precision: str, kernel: np.ndarray | None, image_shape, candidates=None,
+                 features=None):
     if kernel is None:
         return [], {}, {}, "no kernel given"
     if candidates is None:
@@ -244,9 +252,9 @@ def _gpu_ranking(precision: str, kernel: np.ndarray | None, image_shape, candida
                       and precision in m.precisions and m.entry == "correlate2d"]
     if image_shape is None:
         image_shape = (4096 + kernel.shape[0] - 1, 4096 + kernel.shape[1] - 1)
-    return _autotune.rank(precision, kernel.shape, image_shape, candidates,
-                          rank1=kernel.size > 1 and _autotune.is_rank1(kernel, precision),
-                          finite_kernel=bool(np.isfinite(kernel).all()))
+    rank1, finite = features if features is not None else _kernel_features(kernel, precision)
+    return _autotune.rank(precision, kernel.shape, image_shape, candidates, rank1=rank1,
+                          finite_kernel=finite)
 
 
 # The CPU methods 'auto' chooses between by predicted time (_cpu_cost: calibrated per machine).
@@ -278,17 +286,18 @@ def _cpu_costs(precision: str, image_shape, kernel: np.ndarray) -> dict:
 
 
 def choose_method(precision: str, on_device: bool, macs: float = 0.0,
-                  kernel: np.ndarray | None = None, image_shape=None) -> str:
+                  kernel: np.ndarray | None = None, image_shape=None, features=None) -> str:
     """The 'auto' rule. Device arrays stay on their device; host arrays go to the GPU when the
     work (`macs` multiply-adds) pays for the copies. On the GPU the measured cost model decides
-    (_autotune), given the host float64 `kernel` and the (padded) `image_shape`; on the CPU the
-    cost model of this machine; otherwise registry order."""
+    (_autotune), given the host float64 `kernel` (`features`: its _kernel_features, where the
+    caller has them) and the (padded) `image_shape`; on the CPU the cost model of this machine;
+    otherwise registry order."""
     rows = [m for m in _methods() if m.available and precision in m.precisions
             and m.entry == "correlate2d"]
     gpu = [m.name for m in rows if m.device == "cuda"]
     cpu = [m.name for m in rows if m.device == "cpu"]
     if gpu:  # the ranking needs an SVD of the kernel: skip it where no GPU method can run
-        ranked = _gpu_preference(precision, kernel, image_shape)
+        ranked = _gpu_preference(precision, kernel, image_shape, features)
         gpu = ranked + [n for n in gpu if n not in ranked and n not in _bounds.NONDETERMINISTIC
                         and _bounds.mape_bound(n, precision) <= _bounds.MAPE_PCT[precision]]
         gpu = gpu or [m.name for m in rows if m.device == "cuda"]
@@ -472,9 +481,11 @@ class Plan:
             # the ranking reads the kernel's values (rank, finiteness): a complex kernel's
             # imaginary part must not hide NaN/inf from it
             kdec = k64 if ki64 is None else np.where(np.isfinite(ki64), k64, np.nan)
-            self._choice = (on_device, float(ph - kh + 1) * (pw - kw + 1) * kh * kw, (ph, pw))
+            # on a device the choice reads the kernel only through _kernel_features
+            self._choice = (on_device, float(ph - kh + 1) * (pw - kw + 1) * kh * kw, (ph, pw),
+                            _kernel_features(kdec, self.precision) if on_device else None)
             method = choose_method(self.precision, self._choice[0], self._choice[1], kdec,
-                                   self._choice[2])
+                                   self._choice[2], self._choice[3])
         self.method = method
         info = {m.name: m for m in _methods()}.get(method)
         self._device = info.device if info else None
@@ -517,10 +528,13 @@ class Plan:
             return False
         k64 = kb.to_host_float64(kernel)
         k64 = np.ascontiguousarray(k64[::-1, ::-1]) if self.convolve else k64
-        if self._choice is not None and choose_method(
-                self.precision, self._choice[0], self._choice[1], k64,
-                self._choice[2]) != self.method:
-            return False
+        if self._choice is not None:
+            on_device, work, shape, features = self._choice
+            if features is not None:  # the same features: the same choice, without ranking
+                if _kernel_features(k64, self.precision) != features:
+                    return False
+            elif choose_method(self.precision, on_device, work, k64, shape) != self.method:
+                return False
         if not self._plan.replace_kernel(k64):
             return False
         self._k64 = k64

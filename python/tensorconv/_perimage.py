@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _api
 from ._arrays import backend_of
-from .methods import methods as _methods
+from .methods import _rows as _methods
 
 # precisions the fft method takes per-image kernels in (its fp16 transforms take one kernel)
 _FFT_STACK_PRECISIONS = ("fp16fp32", "fp32", "fp64")

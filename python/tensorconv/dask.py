@@ -42,7 +42,7 @@ from . import _api, _plan_cache
 from ._api import _STORAGE, _COMPLEX_STORAGE, _check_boundary, _check_fillvalue, _check_mode
 from ._api import _check_precision, _fill_for, _pads
 from ._arrays import boundary_indices, pad_sources
-from .methods import methods as _methods
+from .methods import _rows as _methods
 
 __all__ = ["clear_plans", "convolve2d", "correlate2d", "exact_methods"]
 

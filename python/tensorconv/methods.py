@@ -110,8 +110,21 @@ def methods() -> list[MethodInfo]:
     >>> fft.available or fft.reason != ""            # unavailable methods say why
     True
     """
-    return [MethodInfo(**{f: getattr(row, f) for f in MethodInfo._fields})
-            for row in _core.methods()]
+    return list(_rows())
+
+
+_ROWS: tuple | None = None
+
+
+def _rows() -> tuple:
+    """The registry's rows, read once per process: availability is settled at import (the CUDA
+    libraries' directories are set then), and every call that builds a plan reads the rows, so
+    building them again (about 0.15 ms) would be most of a cached call's overhead."""
+    global _ROWS
+    if _ROWS is None:
+        _ROWS = tuple(MethodInfo(**{f: getattr(row, f) for f in MethodInfo._fields})
+                      for row in _core.methods())
+    return _ROWS
 
 
 def takes_complex(m: MethodInfo) -> str:

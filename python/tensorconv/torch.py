@@ -24,8 +24,12 @@ backward is written with the same ops, so it is differentiable again (gradgradch
   (index_add along H, then along W): for 'wrap' that is the wrap correlation with the flipped
   kernel, for 'symm' the mirrored borders are folded onto the image's edge rows.
 * grad of the kernel = the valid correlation of the padded input (image n, c) with grad_out
-  (n, c) as a per-image kernel, summed over N (a kernel as large as the image: fft on the GPU,
-  direct on the CPU, by method='auto'); flipped for a convolution.
+  (n, c) as a per-image kernel, summed over N; flipped for a convolution. Those kernels are as
+  large as the image and already on the caller's device, so for CUDA tensors and method='auto'
+  it is computed there by torch.fft (cuFFT): the padded input's and grad_out's spectra, their
+  products summed over N, one inverse transform per channel, cropped to the kernel (in float64
+  for fp64, else float32). Elsewhere (CPU tensors, a named method) by the op itself: direct on
+  the CPU, or the named method.
 
 Precisions: precision=None maps the dtype: float64 -> fp64, float32 -> fp32 (never tf32 unless
 asked), float16 -> fp16fp32, bfloat16 -> bf16 (on the CPU, where no method has bf16, fp32
@@ -210,6 +214,7 @@ def _setup_context(ctx, inputs, output):
                           weight if ctx.needs_input_grad[0] else None)
     ctx.in_shape = tuple(input.shape)
     ctx.k_shape = tuple(weight.shape)
+    ctx.k_dtype = weight.dtype
 
 
 def _backward(ctx, grad, convolve: bool):
@@ -232,11 +237,31 @@ def _backward(ctx, grad, convolve: bool):
         xp = _pad(input, pads, boundary, fillvalue)
         ph, pw = xp.shape[-2:]
         oh, ow = grad.shape[-2:]
-        # image (n, c) of the padded input with grad_out (n, c) as its own kernel: N C kernels
-        de = _correlate2d(xp.reshape(1, n * c, ph, pw), grad.reshape(n * c, oh, ow), "valid",
-                          "fill", 0.0, method, precision).reshape(n, c, kh, kw).sum(0)
-        gw = de.flip(1, 2) if convolve else de
+        if _fft_weight_grad(xp, method):
+            de = _valid_xcorr_fft(xp, grad, kh, kw, precision)
+        else:
+            # image (n, c) of the padded input with grad_out (n, c) as its own kernel: N C kernels
+            de = _correlate2d(xp.reshape(1, n * c, ph, pw), grad.reshape(n * c, oh, ow), "valid",
+                              "fill", 0.0, method, precision).reshape(n, c, kh, kw).sum(0)
+        gw = (de.flip(1, 2) if convolve else de).to(ctx.k_dtype)
     return gx, gw, None, None, None, None, None
+
+
+def _fft_weight_grad(xp: Tensor, method: str) -> bool:
+    """Whether the kernel's gradient is computed by torch.fft on the tensors' device."""
+    return xp.is_cuda and method == "auto"
+
+
+def _valid_xcorr_fft(xp: Tensor, g: Tensor, kh: int, kw: int, precision) -> Tensor:
+    """sum_n of the valid correlation of xp[n, c] (ph x pw) with g[n, c] (oh x ow) as its
+    kernel: (C, kh, kw), kh = ph - oh + 1. Circular correlation of size (ph, pw): the lags
+    u < kh, v < kw read xp[i + u, j + v] with i + u <= ph - 1, so nothing wraps."""
+    ph, pw = xp.shape[-2:]
+    dt = torch.float64 if precision == "fp64" or xp.dtype == torch.float64 else torch.float32
+    fx = torch.fft.rfft2(xp.to(dt), s=(ph, pw))
+    fg = torch.fft.rfft2(g.to(dt), s=(ph, pw))
+    prod = (fx * fg.conj()).sum(0)
+    return torch.fft.irfft2(prod, s=(ph, pw))[:, :kh, :kw]
 
 
 torch.library.register_autograd("tensorconv::correlate2d",
