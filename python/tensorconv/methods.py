@@ -110,20 +110,22 @@ def methods() -> list[MethodInfo]:
     >>> fft.available or fft.reason != ""            # unavailable methods say why
     True
     """
-    return list(_rows())
+    return [MethodInfo(**{f: getattr(row, f) for f in MethodInfo._fields})
+            for row in _core.methods()]
 
 
 _ROWS: tuple | None = None
 
 
 def _rows() -> tuple:
-    """The registry's rows, read once per process: availability is settled at import (the CUDA
-    libraries' directories are set then), and every call that builds a plan reads the rows, so
-    building them again (about 0.15 ms) would be most of a cached call's overhead."""
+    """The registry's rows for the dispatch paths, read once per process: what they use (names,
+    devices, precisions, availability, capabilities) is settled at import (the CUDA libraries'
+    directories are set then), and every call that builds a plan reads the rows, so building
+    them again (about 0.15 ms) would be most of a cached call's overhead. (`methods` reads them
+    afresh: a row's note follows TENSORCONV_FORCE_AVX2 / _PORTABLE as they are set.)"""
     global _ROWS
     if _ROWS is None:
-        _ROWS = tuple(MethodInfo(**{f: getattr(row, f) for f in MethodInfo._fields})
-                      for row in _core.methods())
+        _ROWS = tuple(methods())
     return _ROWS
 
 
