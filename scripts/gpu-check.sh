@@ -4,7 +4,8 @@
 # Stages (each under its own time limit, its output in OUTDIR/<stage>.txt, one summary line in
 # OUTDIR/summary.txt and on stdout):
 #   tests     pytest -m gpu (PYTEST_WORKERS=N: pytest -n N, needs pytest-xdist; PYTEST_ARGS: more)
-#   sanitize  SANITIZE=1: compute-sanitizer memcheck + racecheck over the drivers in tests/sanitize/
+#   sanitize  SANITIZE=1: compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
+#             the drivers of tests/sanitize/drivers.py (tests/sanitize/run_all.sh)
 #   bench     BENCH_PRESETS="gpu-core tc-fp ...": tensorconv-bench --preset P --out OUTDIR/bench
 #             (BENCH_ARGS: more arguments for every preset)
 # OUTDIR: the argument, else $GPU_CHECK_OUT, else ./gpu-check-out.
@@ -56,16 +57,11 @@ stage tests "${TESTS_S:-1800}" "$py" -m pytest -q -rfEs -m gpu -p no:cacheprovid
 
 if [ -n "${SANITIZE:-}" ]; then
   if command -v compute-sanitizer > /dev/null; then
-    for drv in tests/sanitize/*.py; do
-      d=$(basename "$drv" .py)
-      for tool in memcheck racecheck; do
-        extra=()
-        # cuBLAS's own kernels are not ours to racecheck: im2tensor_cublas is left out there
-        [ "$d" = im2tensor_sanitize ] && [ $tool = racecheck ] && \
-          extra=(im2tensor im2tensor_shmem im2tensor_fused im2tensor_atomic)
-        stage "sanitize_${d}_$tool" "${SAN_S:-600}" compute-sanitizer --tool $tool \
-          --error-exitcode 3 --print-limit 20 "$py" "$drv" "${extra[@]}"
-      done
+    # tests/sanitize/run_all.sh: every driver (methods, filters, staging, dask, astropy) under
+    # one tool, a line per driver; its logs under OUTDIR/sanitize
+    for tool in memcheck racecheck initcheck synccheck; do
+      stage "sanitize_$tool" "$(( 5 * ${SAN_S:-600} ))" env LOGDIR="$out/sanitize" \
+        STAGE_TIMEOUT="${SAN_S:-600}" PYTHON="$py" bash tests/sanitize/run_all.sh "$tool"
     done
   else
     echo "sanitize: compute-sanitizer not on PATH, skipped" | tee -a "$summary"

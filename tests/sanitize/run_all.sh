@@ -17,6 +17,7 @@ DRIVERS=${DRIVERS:-"methods filters staging dask astropy"}
 TOOLS=("$@")
 [ ${#TOOLS[@]} -eq 0 ] && TOOLS=(memcheck racecheck initcheck synccheck)
 LOGDIR=${LOGDIR:-$(mktemp -d /tmp/tc-sanitize.XXXXXX)}
+mkdir -p "$LOGDIR"
 bad=0
 for tool in "${TOOLS[@]}"; do
   extra=()
