@@ -1010,6 +1010,8 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
     if fast is not None:
         fk, b, kh_, fill_ = fast
         p = _plan_cache.acquire(fk)
+        if p is None:  # a GPU plan of this very call for another kernel, re-prepared for this one
+            p = _plan_cache.adopt(fk, lambda q: isinstance(q, Plan) and q._rekernel(kh_))
         if p is not None:  # made from these very shapes, dtypes and arguments (checked then)
             return _plan_cache.run(
                 fk, lambda: Plan(kh_, in1.shape, mode=mode, boundary=boundary, fillvalue=fill_,
@@ -1098,7 +1100,8 @@ def _run(in1, in2, mode, boundary, fillvalue, method, precision, convolve: bool,
                     method=method, precision=precision, convolve=convolve, device=device,
                     options=options)
 
-    if p is None and key is not None:  # a miss: a cached CUDA plan of these shapes may take it
+    if p is None and key is not None and fk is None:  # (a fast key's miss tried this above)
+        # a miss: a cached CUDA plan of this call for another kernel may be re-prepared
         p = _plan_cache.adopt(key, lambda q: isinstance(q, Plan) and q._rekernel(in2))
 
     out = _plan_cache.run(key, build, lambda q: q(in1), not b1.on_device, plan=p)
