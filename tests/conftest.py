@@ -73,6 +73,30 @@ def check_vs_scipy(method, precision, rng, ishape, kshape, options=None):
     assert err <= rel_l2_bound(method, precision), (ishape, kshape, err)
 
 
+def cupy_device():
+    """CuPy, or the test skipped: CuPy not installed, or no CUDA device for it."""
+    cp = pytest.importorskip("cupy")
+    try:
+        cp.cuda.runtime.getDeviceCount()
+    except Exception:  # pragma: no cover
+        pytest.skip("no CUDA device")
+    return cp
+
+
+def use_cpu_calibration(monkeypatch, tmp_path, constants):
+    """The CPU cost model reads `constants` (None: no calibration file, the shipped defaults)
+    from a fresh cache directory in tmp_path; cached plans are dropped."""
+    from tensorconv import _cpu_constants
+
+    monkeypatch.setenv("TENSORCONV_CACHE", str(tmp_path))
+    monkeypatch.setattr(_cpu_constants, "_loaded", None)
+    if constants is not None:
+        f = _cpu_constants.cost_file()
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps({"machine": _cpu_constants.machine(), "constants": constants}))
+    tc.clear_plan_cache()
+
+
 def run_threads(worker, args):
     """worker(a) for each of `args` on a thread of its own, all started, then all joined."""
     threads = [threading.Thread(target=worker, args=(a,)) for a in args]
@@ -82,16 +106,17 @@ def run_threads(worker, args):
         t.join()
 
 
-def fail_first_call(monkeypatch, owner, name):
-    """owner.name raises a simulated MemoryError on its first call, then works; the calls are
-    counted in the list returned."""
+def fail_first_call(monkeypatch, owner, name, error=None):
+    """owner.name raises a simulated out-of-memory error on its first call (error(): that
+    exception, e.g. CuPy's; default MemoryError), then works; the calls are counted in the list
+    returned."""
     real = getattr(owner, name)
     calls = []
 
     def once(self, *a, **kw):
         calls.append(1)
         if len(calls) == 1:
-            raise MemoryError("simulated: out of memory")
+            raise error() if error is not None else MemoryError("simulated: out of memory")
         return real(self, *a, **kw)
 
     monkeypatch.setattr(owner, name, once)

@@ -2,11 +2,11 @@
 within scipy's per-output accuracy whatever this machine's calibration says, under the shipped
 defaults (no calibration file) and under a calibration that makes every transform look free."""
 
-import json
-
 import numpy as np
 import pytest
 import scipy.signal as ss
+
+from conftest import use_cpu_calibration
 
 import tensorconv as tc
 from tensorconv import _cpu_constants, _cpu_cost, _fft_guard
@@ -15,26 +15,16 @@ FFT_FAVOURING = {p: {"per_output": 3.3e-10, "per_mac": 1e-8, "fft_fixed": 0.0,
                      "per_unit": [1e-13] * 4} for p in ("fp32", "fp64")}
 
 
-def _use(monkeypatch, tmp_path, constants):
-    monkeypatch.setenv("TENSORCONV_CACHE", str(tmp_path))
-    monkeypatch.setattr(_cpu_constants, "_loaded", None)
-    if constants is not None:
-        f = _cpu_constants.cost_file()
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps({"machine": _cpu_constants.machine(), "constants": constants}))
-    tc.clear_plan_cache()
-
-
 @pytest.fixture
 def fft_calibration(monkeypatch, tmp_path):
-    _use(monkeypatch, tmp_path, FFT_FAVOURING)
+    use_cpu_calibration(monkeypatch, tmp_path, FFT_FAVOURING)
     yield
     tc.clear_plan_cache()
 
 
 @pytest.fixture
 def shipped(monkeypatch, tmp_path):
-    _use(monkeypatch, tmp_path, None)
+    use_cpu_calibration(monkeypatch, tmp_path, None)
     assert _cpu_constants.constants() == _cpu_constants.DEFAULTS
     yield
     tc.clear_plan_cache()

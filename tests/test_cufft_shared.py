@@ -10,20 +10,11 @@ import numpy as np
 import pytest
 import scipy.signal
 
-from conftest import run_threads
+from conftest import cupy_device, run_threads
 
 import tensorconv as tc
 
 pytestmark = pytest.mark.gpu
-
-
-def _cupy():
-    cp = pytest.importorskip("cupy")
-    try:
-        cp.cuda.runtime.getDeviceCount()
-    except Exception:  # pragma: no cover
-        pytest.skip("no CUDA device")
-    return cp
 
 
 @pytest.fixture
@@ -36,7 +27,7 @@ def fresh():
 @pytest.mark.parametrize("layout", ["2d", "rows"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_plans_sharing_a_transform_on_many_streams(fresh, layout, dtype):
-    cp = _cupy()
+    cp = cupy_device()
     rng = np.random.default_rng(0)
     x = rng.standard_normal((512, 512)).astype(dtype)
     xd = cp.asarray(x)
@@ -79,7 +70,7 @@ def _ms(cp, f, n=20):
 def test_new_kernel_on_a_seen_shape(fresh, layout):
     """Reports cached / new kernel on a seen shape / first call at 4096^2 (goal: new kernel
     <= cached + 0.25 ms, first call <= 3 ms); asserts loose bounds only."""
-    cp = _cupy()
+    cp = cupy_device()
     x = cp.asarray(np.random.default_rng(1).standard_normal((4096, 4096)).astype(np.float32))
     opts = {"fft.layout": layout}
     k0 = np.ones((55, 55), np.float32) / 55 ** 2
@@ -111,7 +102,7 @@ def test_new_kernels_on_a_seen_shape_are_right(fresh, layout, precision, convolv
     """Each new kernel re-prepares the cached plan (fp16: its spectrum is made at construction,
     so a new plan): every result is the new kernel's, device and host data alike, with
     non-finite pixels kept local."""
-    cp = _cupy()
+    cp = cupy_device()
     rng = np.random.default_rng(5)
     store = {"fp64": np.float64, "fp16": np.float16}.get(precision, np.float32)
     x = rng.random((300, 280)).astype(store)
@@ -139,7 +130,7 @@ def test_new_kernels_on_a_seen_shape_are_right(fresh, layout, precision, convolv
 def test_new_kernel_on_host_image_row_bands(fresh, layout):
     """A host image tall enough for the staging pipeline's row bands (a second plan of the band's
     height, made from the kernel): a new kernel reaches the band plan too."""
-    _cupy()
+    cupy_device()
     rng = np.random.default_rng(6)
     x = rng.random((1600, 4096)).astype(np.float32)
     for _ in range(3):

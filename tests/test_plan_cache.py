@@ -515,16 +515,8 @@ def test_gpu_oom_retries_once(fresh, monkeypatch):
     x = cp.asarray(np.random.default_rng(16).standard_normal((128, 128)))
     k = np.ones((5, 5))
     tc.correlate2d(x, np.full((5, 5), 3.0), "same", method="fft")
-    real = _api.Plan._real
-    calls = []
-
-    def once(self, *a, **kw):
-        calls.append(1)
-        if len(calls) == 1:
-            raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
-        return real(self, *a, **kw)
-
-    monkeypatch.setattr(_api.Plan, "_real", once)
+    calls = fail_first_call(monkeypatch, _api.Plan, "_real",
+                            lambda: cp.cuda.memory.OutOfMemoryError(1 << 40, 0))
     out = tc.correlate2d(x, k, "same", method="fft")
     _close(cp.asnumpy(out), scipy.signal.correlate2d(cp.asnumpy(x), k, "same"))
     assert len(calls) == 2 and tc.plan_cache_info()["devices"][0]["plans"] == 1

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.ndimage
 
-from conftest import fail_first_call, run_threads
+from conftest import cupy_device, fail_first_call, run_threads
 
 import tensorconv as tc
 from tensorconv import _api, _plan_cache, filters
@@ -193,19 +193,10 @@ def test_keys_do_not_collide_with_correlate2d(fresh):
 
 # ---- GPU ---------------------------------------------------------------------------------------
 
-def _cupy():
-    cp = pytest.importorskip("cupy")
-    try:
-        cp.cuda.runtime.getDeviceCount()
-    except Exception:  # pragma: no cover
-        pytest.skip("no CUDA device")
-    return cp
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("sigma", [1.0, 8.0])  # the fused filter; the `separable` plan + strips
 def test_gpu_gaussian_on_the_device_pool(fresh, sigma):
-    cp = _cupy()
+    cp = cupy_device()
     x = np.random.default_rng(20).standard_normal((300, 257)).astype(np.float32)
     xd = cp.asarray(x)
     first = cp.asnumpy(filters.gaussian(xd, sigma))
@@ -219,7 +210,7 @@ def test_gpu_gaussian_on_the_device_pool(fresh, sigma):
 
 @pytest.mark.gpu
 def test_gpu_gaussian_threads_and_streams(fresh):
-    cp = _cupy()
+    cp = cupy_device()
     x = np.random.default_rng(21).standard_normal((256, 256)).astype(np.float32)
     xd = cp.asarray(x)
     refs = {s: scipy.ndimage.gaussian_filter(x.astype(np.float64), s) for s in (8.0, 9.0)}
@@ -245,7 +236,7 @@ def test_gpu_gaussian_threads_and_streams(fresh):
 @pytest.mark.gpu
 @pytest.mark.parametrize("fft", [False, True])
 def test_gpu_astropy_device_pool_and_kernel_mutation(fresh, fft):
-    cp = _cupy()
+    cp = cupy_device()
     f, ref = (tca.convolve_fft, ap_convolve_fft) if fft else (tca.convolve, ap_convolve)
     x = np.random.default_rng(22).standard_normal((96, 80))
     x[4, 4] = np.nan
@@ -261,19 +252,11 @@ def test_gpu_astropy_device_pool_and_kernel_mutation(fresh, fft):
 
 @pytest.mark.gpu
 def test_gpu_astropy_oom_retries(fresh, monkeypatch):
-    cp = _cupy()
+    cp = cupy_device()
     x = cp.asarray(np.random.default_rng(24).standard_normal((64, 64)))
     k = np.ones((5, 5))
-    real = _api.Plan.__call__
-    calls = []
-
-    def once(self, *a, **kw):
-        calls.append(1)
-        if len(calls) == 1:
-            raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
-        return real(self, *a, **kw)
-
-    monkeypatch.setattr(_api.Plan, "__call__", once)
+    calls = fail_first_call(monkeypatch, _api.Plan, "__call__",
+                            lambda: cp.cuda.memory.OutOfMemoryError(1 << 40, 0))
     got = cp.asnumpy(tca.convolve(x, k))
     np.testing.assert_allclose(got, ap_convolve(cp.asnumpy(x), k), atol=1e-10)
     assert len(calls) == 2 and _plan_cache.info()["devices"][0]["plans"] == 1

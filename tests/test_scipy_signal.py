@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 import scipy.signal
 
+from conftest import use_cpu_calibration
+
 import tensorconv as tc
 
 sst = pytest.importorskip("scipy.signal.tests.test_signaltools",
@@ -95,20 +97,13 @@ def _tensorconv_functions(request, monkeypatch):
 def _calibration(monkeypatch, tmp_path, constants):
     """The CPU cost model reads `constants` (None: no calibration file, the shipped defaults)
     from a fresh cache directory; cached 'auto' plans are dropped before and after."""
-    import json
-
     from tensorconv import _cpu_constants
 
-    monkeypatch.setenv("TENSORCONV_CACHE", str(tmp_path))
-    monkeypatch.setattr(_cpu_constants, "_loaded", None)
+    use_cpu_calibration(monkeypatch, tmp_path, constants)
     if constants is not None:
-        f = _cpu_constants.cost_file()
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps({"machine": _cpu_constants.machine(), "constants": constants}))
         assert _cpu_constants.constants()["fp64"]["per_unit"] == constants["fp64"]["per_unit"]
     else:
         assert _cpu_constants.constants() == _cpu_constants.DEFAULTS
-    tc.clear_plan_cache()
 
 
 def _only_reference_tests(base):
