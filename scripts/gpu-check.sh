@@ -4,7 +4,8 @@
 # Stages (each under its own time limit, its output in OUTDIR/<stage>.txt, one summary line in
 # OUTDIR/summary.txt and on stdout):
 #   tests     pytest -m gpu (PYTEST_WORKERS=N: pytest -n N, needs pytest-xdist; PYTEST_ARGS: more)
-#   sanitize  SANITIZE=1: compute-sanitizer's memcheck, racecheck, initcheck and synccheck over
+#   sanitize  SANITIZE=1: compute-sanitizer's memcheck, racecheck, initcheck and synccheck, and a
+#             device-memory growth check (memory), over
 #             the drivers of tests/sanitize/drivers.py (tests/sanitize/run_all.sh)
 #   bench     BENCH_PRESETS="gpu-core tc-fp ...": tensorconv-bench --preset P --out OUTDIR/bench
 #             (BENCH_ARGS: more arguments for every preset)
@@ -59,7 +60,7 @@ if [ -n "${SANITIZE:-}" ]; then
   if command -v compute-sanitizer > /dev/null; then
     # tests/sanitize/run_all.sh: every driver (methods, filters, staging, dask, astropy) under
     # one tool, a line per driver; its logs under OUTDIR/sanitize
-    for tool in memcheck racecheck initcheck synccheck; do
+    for tool in memcheck racecheck initcheck synccheck memory; do
       stage "sanitize_$tool" "$(( 5 * ${SAN_S:-600} ))" env LOGDIR="$out/sanitize" \
         STAGE_TIMEOUT="${SAN_S:-600}" PYTHON="$py" bash tests/sanitize/run_all.sh "$tool"
     done

@@ -3,7 +3,14 @@ on odd shapes and checks every result against scipy / astropy / a float64 refere
 silent fault (a wrong result without a sanitizer report) fails too. Exit status 0 only when every
 check passed; one line per check.
 
-    python tests/sanitize/drivers.py {methods|filters|staging|dask|astropy}
+    python tests/sanitize/drivers.py {methods|filters|staging|dask|astropy} [--memory]
+
+--memory (no sanitizer, the GPU to itself: the count is the device's): the area three times,
+each followed by clear_plan_cache(); the device memory still in use after the third must be
+what it was after the first (within MEMORY_SLACK_MIB). The first round's rise is the CUDA
+libraries' and the per-device state's, kept for the process's life; growth after it is a leak.
+memcheck's exit-time leak report cannot tell the two apart, so run_all.sh runs memcheck for
+access errors and this for leaks.
 """
 
 import sys
@@ -147,8 +154,8 @@ AREAS = {"methods": methods, "filters": filters, "staging": staging, "dask": das
 
 
 def _release_device_memory():
-    """Everything the process still holds on the device back to the driver before exit, so that
-    memcheck's leak check reports leaks, not the plan cache's plans or CuPy's pooled blocks."""
+    """Everything the process still holds on the device back to the driver: the plan cache's
+    plans, CuPy's pooled blocks."""
     import gc
 
     tc.clear_plan_cache()
@@ -159,12 +166,48 @@ def _release_device_memory():
         cp.get_default_memory_pool().free_all_blocks()
         cp.get_default_pinned_memory_pool().free_all_blocks()
 
+
+MEMORY_SLACK_MIB = 8
+
+
+def _memory_rounds(area, rounds=3):
+    import contextlib
+    import io
+
+    cp = _cupy()
+
+    def used_mib():
+        cp.cuda.Device().synchronize()
+        free, total = cp.cuda.runtime.memGetInfo()
+        return (total - free) / 2**20
+
+    cp.zeros(1)
+    held = []
+    for r in range(rounds):
+        with contextlib.redirect_stdout(io.StringIO()):  # the checks' lines: only failures
+            AREAS[area](np.random.default_rng(r))
+        _release_device_memory()
+        held.append(used_mib())
+        print(f"{area} round {r}: {held[-1]:.0f} MiB of device memory in use after "
+              "clear_plan_cache()", flush=True)
+    growth = held[-1] - held[0]
+    good = growth <= MEMORY_SLACK_MIB
+    print(f"{area}: device memory growth after the first round {growth:.1f} MiB "
+          f"(at most {MEMORY_SLACK_MIB}) {'ok' if good else 'FAIL'}", flush=True)
+    if not good:
+        _FAIL.append(f"{area} memory growth")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in AREAS:
-        sys.exit(f"usage: drivers.py {{{'|'.join(AREAS)}}}")
+    args = [a for a in sys.argv[1:] if a != "--memory"]
+    if len(args) != 1 or args[0] not in AREAS:
+        sys.exit(f"usage: drivers.py {{{'|'.join(AREAS)}}} [--memory]")
     if not tc.cuda_available():
         sys.exit("no CUDA device: " + tc._core.cuda_unavailable_reason())
-    AREAS[sys.argv[1]](np.random.default_rng(0))
-    _release_device_memory()
+    if "--memory" in sys.argv:
+        _memory_rounds(args[0])
+    else:
+        AREAS[args[0]](np.random.default_rng(0))
+        _release_device_memory()
     print(f"{len(_FAIL)} failed checks", flush=True)
     sys.exit(1 if _FAIL else 0)
