@@ -485,3 +485,31 @@ def test_torch_rows_on_the_cpu(monkeypatch):
     sweep = Sweep(dev, 0.0, 10.0, log=lambda s: None)
     assert _torch.torch_rows(sweep, g, runs=2, device="cpu") == []
     assert sweep.skipped_for_time == 4
+
+
+def test_sigterm_writes_the_rows_measured(tmp_path, monkeypatch):
+    """A time limit's SIGTERM mid-sweep (timeout(1)) still writes the rows measured so far, and
+    the file says it was cut short."""
+    import os
+    import signal
+
+    from tensorconv.bench import _sweep
+
+    add = _sweep.Sweep._add
+    sent = []
+
+    def add_then_stop(self, row):
+        add(self, row)
+        if not sent:
+            sent.append(row)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(_sweep.Sweep, "_add", add_then_stop)
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["--sizes", "48", "--kernels", "3,5,7", "--precisions", "fp64", "--methods",
+                 "direct", "--peers", "scipy_signal", "--out", str(tmp_path), "--no-progress",
+                 "--runs", "3"]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back
+    doc = json.loads(next(tmp_path.glob("bench_*.json")).read_text())
+    assert "SIGTERM" in doc["cut_short"]
+    assert 1 <= len(doc["rows"]) < 6 and doc["rows"][0]["impl"] == sent[0]["impl"]

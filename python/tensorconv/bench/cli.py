@@ -22,7 +22,9 @@ with --tune, or redraw the tables and figures of a results file with --report.
 
 Kernel timing: CUDA events around the public Plan's call on device arrays (a sleep kernel queued
 first keeps the host's Python work out), 3 warm-ups, median of 20 (fewer for a call slower than
---row-cap-s / 23, said by the row's "runs"); end_to_end: NumPy in and out, wall clock."""
+--row-cap-s / 23, said by the row's "runs"); end_to_end: NumPy in and out, wall clock.
+A SIGTERM (e.g. from timeout(1)) ends the measurements and writes the rows measured so far, the
+file's "cut_short" saying so."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -218,6 +221,21 @@ def _progress(total: int, quiet: bool, desc: str):
     return tqdm(total=total, desc=desc, unit="point")
 
 
+class _Stopped(BaseException):
+    """SIGTERM (a time limit) during the measurements: not an Exception, so that no per-point
+    error handling records it and carries on."""
+
+
+def _stop_on_sigterm():
+    def stop(signum, frame):
+        raise _Stopped("stopped by SIGTERM before the last point")
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: no handler, the default stays
+        return signal.getsignal(signal.SIGTERM)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     a = parser().parse_args(argv)
@@ -275,72 +293,80 @@ def main(argv=None) -> int:
                   log=lambda s: print(s, file=sys.stderr))
     t0 = time.time()
     extra = {}
-    if a.preset == "cpu-float":
-        extra["load_average_start"] = list(os.getloadavg())
-        extra["fma_peak_gflops"] = _presets.fma_peaks()
-        print(f"load average {extra['load_average_start']}; FMA peak (GFLOP/s, all cores): "
-              f"{extra['fma_peak_gflops']}", file=sys.stderr)
-        sweep.rows += _presets.small_call_rows()
-    if a.preset in _report.FAMILY_PRESETS:
-        status = family(a, sweep, dev, precisions, methods, parts_asked, extra)
-        parts, bar = [], None
-        if a.preset == "dask" and a.device == "cpu":
-            device_name = f"CPU {_report.cpu_model()}"
-    elif a.preset == "astropy":
-        kw = {"sizes": _ints(a.sizes, "sizes")} if a.sizes else {}
-        if a.kernels:
-            kw["ks"] = _ints(a.kernels, "kernels")
-        _presets.astropy_rows(sweep, runs=a.runs, timing=timing or ("end_to_end", "kernel"),
-                              **kw)
-        parts, bar = [], None
-    elif a.preset == "scipy-compat":
-        sizes = _ints(a.sizes, "sizes") if a.sizes else None
-        ks = _ints(a.kernels, "kernels") if a.kernels else None
-        _presets.complex_rows(sweep, (sizes[0] if sizes else 1024, ks[0] if ks else 15),
-                              (sizes[-1] if sizes else 4096, ks[-1] if ks else 55), a.runs)
-        parts, bar = [], None
-    elif a.preset == "kelefouras":
-        sizes = _u8_sizes(a.sizes) if a.sizes else _presets.U8_SIZES
-        ks = _ints(a.kernels, "kernels") if a.kernels else (3, 5, 7, 9)
-        bar = _progress(len(sizes) * len(ks), a.no_progress, "kelefouras")
-        _presets.u8_sweep(sweep, sizes, ks, peers=("opencv",) if peers is None else peers,
-                          progress=bar, runs=a.runs, threads=a.threads)
-        parts = []
-    else:
-        if a.preset:
-            parts = _presets.PRESETS[a.preset]()
-            if a.preset == "kondo" and "general" not in parts_asked:
-                parts = []
-        else:
-            parts = [Part("sweep", (1024,), (3, 15, 55), precisions,
-                          _presets.correlate_methods() + ("auto",), _presets.ALL_PEERS)]
-        for p in parts:
-            if a.sizes:
-                p.sizes = _ints(a.sizes, "sizes")
+    bar, status, cut = None, 0, None
+    previous = _stop_on_sigterm()
+    try:
+        if a.preset == "cpu-float":
+            extra["load_average_start"] = list(os.getloadavg())
+            extra["fma_peak_gflops"] = _presets.fma_peaks()
+            print(f"load average {extra['load_average_start']}; FMA peak (GFLOP/s, all cores): "
+                  f"{extra['fma_peak_gflops']}", file=sys.stderr)
+            sweep.rows += _presets.small_call_rows()
+        if a.preset in _report.FAMILY_PRESETS:
+            status = family(a, sweep, dev, precisions, methods, parts_asked, extra)
+            parts, bar = [], None
+            if a.preset == "dask" and a.device == "cpu":
+                device_name = f"CPU {_report.cpu_model()}"
+        elif a.preset == "astropy":
+            kw = {"sizes": _ints(a.sizes, "sizes")} if a.sizes else {}
             if a.kernels:
-                p.kernels = _ints(a.kernels, "kernels")
-            elif a.rs is not None:  # kondo: the radii of Fig. 5 for Figs. 4 and 6 too
-                p.kernels = tuple(2 * r + 1 for r in _radii(a))
-            if a.precisions:
-                p.precisions = precisions
-            if methods is not None:
-                p.methods = methods
-            if peers is not None:
-                p.peers = peers
-            if timing:
-                p.timing = timing
-            p.runs = a.runs
-        bar = _progress(grid_size(parts), a.no_progress, a.preset or "bench")
-        for p in parts:
-            sweep.run(p, bar)
-        if a.preset == "kondo" and "fig5" in parts_asked:
-            from ._filters import fig5_rows
+                kw["ks"] = _ints(a.kernels, "kernels")
+            _presets.astropy_rows(sweep, runs=a.runs, timing=timing or ("end_to_end", "kernel"),
+                                  **kw)
+            parts, bar = [], None
+        elif a.preset == "scipy-compat":
+            sizes = _ints(a.sizes, "sizes") if a.sizes else None
+            ks = _ints(a.kernels, "kernels") if a.kernels else None
+            _presets.complex_rows(sweep, (sizes[0] if sizes else 1024, ks[0] if ks else 15),
+                                  (sizes[-1] if sizes else 4096, ks[-1] if ks else 55), a.runs)
+            parts, bar = [], None
+        elif a.preset == "kelefouras":
+            sizes = _u8_sizes(a.sizes) if a.sizes else _presets.U8_SIZES
+            ks = _ints(a.kernels, "kernels") if a.kernels else (3, 5, 7, 9)
+            bar = _progress(len(sizes) * len(ks), a.no_progress, "kelefouras")
+            _presets.u8_sweep(sweep, sizes, ks, peers=("opencv",) if peers is None else peers,
+                              progress=bar, runs=a.runs, threads=a.threads)
+            parts = []
+        else:
+            if a.preset:
+                parts = _presets.PRESETS[a.preset]()
+                if a.preset == "kondo" and "general" not in parts_asked:
+                    parts = []
+            else:
+                parts = [Part("sweep", (1024,), (3, 15, 55), precisions,
+                              _presets.correlate_methods() + ("auto",), _presets.ALL_PEERS)]
+            for p in parts:
+                if a.sizes:
+                    p.sizes = _ints(a.sizes, "sizes")
+                if a.kernels:
+                    p.kernels = _ints(a.kernels, "kernels")
+                elif a.rs is not None:  # kondo: the radii of Fig. 5 for Figs. 4 and 6 too
+                    p.kernels = tuple(2 * r + 1 for r in _radii(a))
+                if a.precisions:
+                    p.precisions = precisions
+                if methods is not None:
+                    p.methods = methods
+                if peers is not None:
+                    p.peers = peers
+                if timing:
+                    p.timing = timing
+                p.runs = a.runs
+            bar = _progress(grid_size(parts), a.no_progress, a.preset or "bench")
+            for p in parts:
+                sweep.run(p, bar)
+            if a.preset == "kondo" and "fig5" in parts_asked:
+                from ._filters import fig5_rows
 
-            fig5_rows(sweep, tuple(sorted(_ints(a.sizes, "sizes") if a.sizes else (128, 4096),
-                                          reverse=True)), _radii(a))
-        if a.preset == "workspace-nonfinite" and dev.lib is not None:
-            _presets.workspace_rows(sweep, _ints(a.sizes, "sizes") if a.sizes else (4096, 32768),
-                                    _ints(a.kernels, "kernels") if a.kernels else (15, 55))
+                fig5_rows(sweep, tuple(sorted(_ints(a.sizes, "sizes") if a.sizes else (128, 4096),
+                                              reverse=True)), _radii(a))
+            if a.preset == "workspace-nonfinite" and dev.lib is not None:
+                _presets.workspace_rows(sweep, _ints(a.sizes, "sizes") if a.sizes else (4096, 32768),
+                                        _ints(a.kernels, "kernels") if a.kernels else (15, 55))
+    except _Stopped as e:  # a time limit's SIGTERM: what was measured is still written
+        cut = str(e)
+        print(f"tensorconv-bench: {cut}; writing the rows measured so far", file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if bar is not None:
         bar.close()
     if a.preset == "cpu-float":
@@ -351,7 +377,8 @@ def main(argv=None) -> int:
                            seconds=round(time.time() - t0, 1),
                            skipped_for_time=sweep.skipped_for_time,
                            notes=_notes(a.preset),
-                           command=" ".join(["tensorconv-bench", *argv]), **extra)
+                           command=" ".join(["tensorconv-bench", *argv]),
+                           **({"cut_short": cut} if cut else {}), **extra)
     stem = f"{a.preset or 'bench'}{'_host' if a.host_only else ''}_{_report.slug(device_name)}"
     files = _report.write(doc, Path(a.out), stem)
     if sweep.skipped_for_time:
