@@ -7,12 +7,43 @@ Usage: python benchmarks/harness/im2tensor_tune.py [variant] [precision] [k,k,..
 
 import itertools
 import sys
-from pathlib import Path
 
+import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-from im2tensor import Im2TensorRun, kernel_of, load_image, median_ms  # noqa: E402
+import tensorconv as tc
+from tensorconv.bench._sweep import random_kernel, test_image
+from tensorconv.bench._timing import event_median
+
+_TORCH = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64}
+
+
+def load_image(n: int):
+    """The bench's n x n image (USC-SIPI 4.1.01 resized, else a seeded random one) on the GPU,
+    float64, and its description."""
+    name, img = test_image(n)
+    return torch.from_numpy(np.ascontiguousarray(img)).cuda(), name
+
+
+kernel_of = random_kernel  # the bench's random kernel of side k (seed 1000 + k)
+
+
+class Im2TensorRun:
+    """A valid plan with the given options and a device image in its storage; calling it runs
+    the plan's call on that image."""
+
+    def __init__(self, method, precision, image64: torch.Tensor, kernel: np.ndarray,
+                 options=None):
+        self.p = tc.plan(kernel, tuple(image64.shape), mode="valid", method=method,
+                         precision=precision, device="cuda", options=options)
+        self.x = image64.to(_TORCH[self.p.storage]).contiguous()
+
+    def __call__(self, _i=0):
+        return self.p(self.x)
+
+
+def median_ms(run) -> float:
+    return event_median(run)
 
 
 def sweep_mma(variant, prec, ks):
