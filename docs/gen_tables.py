@@ -276,6 +276,17 @@ def results_pages(results) -> dict:
             text += ["## Tables", "", _shift_headings(body, 3), ""]
         _write(OUT / f"{name}.md", "\n".join(text) + "\n")
         pages[path] = (name, figs)
+    # pages and figures of results files no longer committed (an earlier build's) go too
+    stems = {path.stem for path, _ in results}
+    for old in (OUT / "results").glob("*.md"):
+        if old.stem not in stems:
+            old.unlink()
+    figdir = OUT / "results" / "figures"
+    for stamp in figdir.glob("*.stamp"):
+        if stamp.stem not in stems:
+            for n in stamp.read_text().split()[1:]:
+                (figdir / n).unlink(missing_ok=True)
+            stamp.unlink()
     return pages
 
 
