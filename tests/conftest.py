@@ -148,6 +148,15 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{name}: a marker of scipy's own tests")
 
 
+def pytest_runtest_logreport(report):
+    """With TENSORCONV_FAILURE_LOG=FILE, each failure's test id and traceback is appended to FILE
+    as it happens: a run stopped by a time limit (a device session's) keeps what failed."""
+    path = os.environ.get("TENSORCONV_FAILURE_LOG")
+    if path and report.failed:
+        with open(path, "a") as f:
+            f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n")
+
+
 def pytest_collection_modifyitems(config, items):
     if tc.cuda_available():
         return
