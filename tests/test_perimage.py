@@ -75,6 +75,7 @@ def test_per_image_integer_dtype():
 def test_methods_table_says_which_are_native():
     rows = {m.name: m for m in tc.methods()}
     assert rows["direct"].kernel_stack and rows["fft"].kernel_stack
+    assert rows["naive_shmem"].kernel_stack and not rows["toeplitz_tc"].kernel_stack
     assert not rows["fft_cpu"].kernel_stack
     assert "per-image kernels" in tc.methods_table()
 
@@ -140,7 +141,75 @@ def test_per_image_fft_gpu_many_groups():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("method", ["naive_shmem", "toeplitz_tc"])
+@pytest.mark.parametrize("precision", ["fp64", "fp32", "tf32", "fp16fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("boundary", ["fill", "wrap", "symm"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_per_image_naive_shmem_gpu(precision, boundary, mode):
+    """naive_shmem takes the K kernels in one plan and a device stack in one launch; fp32 odd
+    square kernels (which one kernel would send to the fixed-shape variant) included."""
+    cp = pytest.importorskip("cupy")
+    from conftest import require_available
+
+    require_available("naive_shmem")
+    rng = np.random.default_rng(7)
+    dtype = np.float64 if precision == "fp64" else np.float16 if precision in (
+        "fp16", "fp16fp32") else np.float32
+    for kshape, ishape in [((5, 7, 6), (3, 5, 40, 33)), ((4, 5, 5), (2, 4, 37, 70)),
+                           ((3, 35, 3), (3, 30, 9))]:  # taps past one 32-row chunk
+        if mode == "valid" and (kshape[1] > ishape[-2] or kshape[2] > ishape[-1]):
+            continue
+        k, x = rng.random(kshape), rng.random(ishape).astype(dtype)
+        p = tc.plan(k, ishape[-2:], mode=mode, boundary=boundary, method="naive_shmem",
+                    precision=precision, fillvalue=0.5)
+        assert p.native
+        out = cp.asnumpy(p(cp.asarray(x))).astype(np.float64)
+        ref = _ref(ss.correlate2d, x.astype(np.float64), k, mode, boundary, 0.5)
+        assert out.shape == ref.shape
+        assert mape(out, ref) <= mape_bound("naive_shmem", precision), (kshape, ishape)
+
+
+@pytest.mark.gpu
+def test_per_image_naive_shmem_more_images_than_a_launch():
+    """Past 65,535 images the stack takes a second launch: image b keeps kernel b % K."""
+    cp = pytest.importorskip("cupy")
+    from conftest import require_available
+
+    require_available("naive_shmem")
+    rng = np.random.default_rng(8)
+    k = rng.random((7, 3, 3))
+    x = rng.random((9363, 7, 6, 5)).astype(np.float32)  # 65,541 images
+    out = cp.asnumpy(tc.correlate2d(cp.asarray(x), k, "valid", batch=True,
+                                    method="naive_shmem", precision="fp32"))
+    for n in (0, 9361, 9362):  # the last images straddle the second launch
+        ref = np.stack([ss.correlate2d(x[n, c].astype(np.float64), k[c], "valid")
+                        for c in range(7)])
+        assert mape(out[n], ref) <= mape_bound("naive_shmem", "fp32"), n
+
+
+@pytest.mark.gpu
+def test_per_image_auto_on_a_device_stack_is_native():
+    """'auto' takes fft or naive_shmem on a device stack (one call); naive_shmem for a kernel
+    holding NaN, whose NaN then stays where scipy puts it."""
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng(9)
+    for ks in (3, 31):
+        k, x = rng.random((4, ks, ks)), rng.random((2, 4, 64, 64)).astype(np.float32)
+        p = tc.plan(k, (64, 64), mode="same", precision="fp32", device="cuda")
+        assert p.native and p.method in ("fft", "naive_shmem"), p
+        out = cp.asnumpy(p(cp.asarray(x)))
+        ref = _ref(ss.correlate2d, x.astype(np.float64), k, "same", "fill", 0)
+        assert mape(out, ref) <= mape_bound(p.method, "fp32")
+    k = rng.random((2, 3, 3))
+    k[1, 1, 1] = np.nan
+    x = rng.random((2, 32, 32)).astype(np.float32)
+    p = tc.plan(k, (32, 32), mode="same", precision="fp32", device="cuda")
+    assert p.method == "naive_shmem"
+    out = cp.asnumpy(p(cp.asarray(x)))
+    assert np.isfinite(out[0]).all() and np.isnan(out[1]).all()  # every output meets the NaN tap
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["toeplitz_tc"])
 def test_per_image_loop_gpu(method):
     cp = pytest.importorskip("cupy")
     from conftest import require_available

@@ -63,7 +63,7 @@ const std::vector<MethodInfo>& registry() {
        "odd square kernels of 3..17 taps with the shape compiled in",
        nullptr, nullptr, /*complex_native=*/false, /*takes_factors=*/false,
        /*translation_invariant=*/true, &naive_shmem_period,
-       "even row translations at fp32 9x9, 15x15: Winograd row pairs"},
+       "even row translations at fp32 9x9, 15x15: Winograd row pairs", /*kernel_stack=*/true},
       {"separable", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
        TC_CUDA_FACTORY(make_separable_plan),
        "CUDA row + column passes in shared memory (Podlozhnyuk); rank-r kernels as r passes "
@@ -253,10 +253,14 @@ std::unique_ptr<Plan> checked_plan(const MethodInfo& m, const PlanRequest& r) {
   if (!m.factory) throw ValueError("method '" + method + "' has no plan to make here");
   if (!r.kernel || r.kh < 1 || r.kw < 1) throw ValueError("kernel must be non-empty");
   if (r.kernel_count < 1) throw ValueError("kernel_count must be at least 1");
-  if (r.kernel_count > 1 && !m.kernel_stack)
+  if (r.kernel_count > 1 && !m.kernel_stack) {
+    std::string natives;
+    for (const auto& x : registry())
+      if (x.kernel_stack) natives += std::string(natives.empty() ? "" : ", ") + x.name;
     throw ValueError("method '" + method + "' takes one kernel per plan; per-image kernels run "
-                     "natively on: direct, fft (tensorconv makes one plan per kernel for the "
-                     "others)");
+                     "natively on: " + natives + " (tensorconv makes one plan per kernel for "
+                     "the others)");
+  }
   if (r.kernel_count > 1 && (r.complex_data || r.kernel_imag || m.takes_factors))
     throw ValueError("per-image kernels take real data and real kernels");
   if (r.complex_data && !m.complex_native)

@@ -157,10 +157,12 @@ def _bracket(values, x):
 
 
 def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool = False,
-         finite_kernel: bool = True, deterministic: bool = True):
+         finite_kernel: bool = True, deterministic: bool = True, fixed: bool = True):
     """Candidates (GPU method names) ranked by predicted kernel time. Returns (ranked names,
     predicted ms per name, excluded {name: why}, which model and grid points were used) or
-    ([], {}, {}, why) when no model covers the precision."""
+    ([], {}, {}, why) when no model covers the precision. `fixed`: whether naive_shmem's
+    fixed-shape variant may run (not for per-image kernels: their plans take the generic
+    kernel)."""
     kh, kw = kernel_shape
     ph, pw = image_shape
     kside = math.sqrt(kh * kw)
@@ -194,7 +196,7 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
             found = None
             if m == "separable" and rank1:
                 names = (RANK1, m)
-            elif m == "naive_shmem" and fixed_applies(precision, kh, kw):
+            elif m == "naive_shmem" and fixed and fixed_applies(precision, kh, kw):
                 names = (FIXED, m)  # m: a model whose rows predate the variant
             else:
                 names = (m,)

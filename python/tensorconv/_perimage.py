@@ -6,17 +6,18 @@ is a stack of K kernels (K, kh, kw); the images are then (K, H, W) or (N, K, H, 
 other count of images along the kernel axis is a ValueError (never a broadcast). Mode, boundary
 and fill apply to every image as scipy applies them to one.
 
-Methods whose registry row says kernel_stack (direct on the CPU; fft on the GPU for real
-fp16fp32 / fp32 / fp64 device stacks) take every kernel in one plan and the whole stack in one
-call; every other method, and host stacks on a CUDA method, run one tensorconv.Plan per kernel
-over that kernel's images (a strided sub-stack each).
+Methods whose registry row says kernel_stack (direct on the CPU; on the GPU naive_shmem, and fft
+for real fp16fp32 / fp32 / fp64) take every kernel in one plan and a device stack in one call;
+every other method, and host stacks on a CUDA method, run one tensorconv.Plan per kernel over
+that kernel's images (a strided sub-stack each). `auto` on a device stack in fft's precisions
+takes fft or naive_shmem, whichever the GPU cost model predicts faster for one padded image.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import _api
+from . import _api, _autotune
 from ._arrays import backend_of
 from .methods import _rows as _methods
 
@@ -96,8 +97,14 @@ class PerImagePlan:
 
     def _auto(self, rows, on_device, k64, ph, pw) -> str:
         ok = {n for n, m in rows.items() if m.available and self.precision in m.precisions}
-        if on_device and "fft" in ok and self.precision in _FFT_STACK_PRECISIONS:
-            return "fft"
+        native = [n for n in ("fft", "naive_shmem") if n in ok]
+        if on_device and native and self.precision in _FFT_STACK_PRECISIONS:
+            finite = bool(np.isfinite(k64).all())
+            order = _autotune.rank(self.precision, self.kernel_shape, (ph, pw), native,
+                                   finite_kernel=finite, fixed=False)[0]
+            if not order and not finite and "naive_shmem" in native:
+                return "naive_shmem"  # spectra would spread a NaN over every output
+            return order[0] if order else native[0]
         if not on_device and "direct" in ok:
             return "direct"
         kh, kw = self.kernel_shape

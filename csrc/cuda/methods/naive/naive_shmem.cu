@@ -5,7 +5,9 @@
 // processed in chunks of CU x CV, so there is no limit on the kernel size. The coefficients are
 // staged per chunk in shared memory; optionally (see coefficients_in_constant_memory) they travel
 // as a __grid_constant__ launch parameter, i.e. in constant memory private to each launch (plans
-// on different streams never race), when they fit in 30 KB.
+// on different streams never race), when they fit in 30 KB. Per-image kernels
+// (PlanRequest::kernel_count > 1, shared-memory coefficients): image b of a stack reads kernel
+// b % kernel_count, so a depthwise (N, C, H, W) stack is one launch.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +41,7 @@ __global__ void __launch_bounds__(BX* BY)
                  int iw, typename Prec<P>::Store* __restrict__ out, std::int64_t out_stride,
                  int oh, int ow, int kh, int kw, int pitch,
                  std::int64_t in_bstride, std::int64_t out_bstride,  // image blockIdx.z of a stack
-                 const typename Prec<P>::Vec* __restrict__ kglob,
+                 const typename Prec<P>::Vec* __restrict__ kglob, int kernels, std::int64_t first,
                  const __grid_constant__ Coefs<typename Prec<P>::Vec, (KCAP > 0 ? KCAP : 1)> kc) {
   using T = Prec<P>;
   using Vec = typename T::Vec;
@@ -52,6 +54,7 @@ __global__ void __launch_bounds__(BX* BY)
   const int ox0 = blockIdx.x * BX * W;
   in += blockIdx.z * in_bstride;
   out += blockIdx.z * out_bstride;
+  if constexpr (KCAP == 0) kglob += (first + blockIdx.z) % kernels * (static_cast<std::int64_t>(kh) * kw);
   for (int oy0 = blockIdx.y * OH; oy0 < oh; oy0 += gridDim.y * OH) {
     Vec acc[R];
 #pragma unroll
@@ -114,7 +117,7 @@ class ShmemPlan final : public BatchedCudaPlan {
  public:
   explicit ShmemPlan(const PlanRequest& r) : BatchedCudaPlan(r), kc_(std::make_unique<K>()) {
     const std::int64_t n = r.kh * r.kw;
-    upload_coefficients<P>(r.kernel, n, coef_);
+    upload_coefficients<P>(r.kernel, n * (KCAP == 0 ? r.kernel_count : 1), coef_);
     if constexpr (KCAP > 0)
       TC_CUDA_CHECK(cudaMemcpy(kc_->k, coef_.get(), n * sizeof(Vec), cudaMemcpyDeviceToHost));
     constexpr int OH = BY * rows_per_thread<P>();
@@ -159,7 +162,7 @@ class ShmemPlan final : public BatchedCudaPlan {
           static_cast<int>(in.rows), static_cast<int>(in.cols),
           out.ptr<typename T::Store>() + b0 * out_bstride, out.row_stride, oh, ow,
           static_cast<int>(kh_), static_cast<int>(kw_), pitch_, in_bstride, out_bstride,
-          coef_.get<Vec>(), *kc_);
+          coef_.get<Vec>(), static_cast<int>(kernels_), b0, *kc_);
       TC_CUDA_LAUNCH_CHECK();
     }
   }
@@ -183,7 +186,8 @@ std::unique_ptr<Plan> make_shmem(const PlanRequest& r) {
   using Vec = typename Prec<P>::Vec;
   constexpr int small = kSmallCapBytes / sizeof(Vec), large = kLargeCapBytes / sizeof(Vec);
   const std::int64_t n = r.kh * r.kw;
-  if (!r.options.naive_shmem_constant) return std::make_unique<ShmemPlan<P, 0>>(r);
+  if (!r.options.naive_shmem_constant || r.kernel_count > 1)  // per-image kernels: shared memory
+    return std::make_unique<ShmemPlan<P, 0>>(r);
   if (n <= small) return std::make_unique<ShmemPlan<P, small>>(r);
   if (n <= large) return std::make_unique<ShmemPlan<P, large>>(r);
   return std::make_unique<ShmemPlan<P, 0>>(r);
