@@ -12,6 +12,10 @@
 # (-m gpu -q -x tests), PTX_ARGS (the PTX run's tests: test_gpu_core, test_im2tensor, test_fir,
 # test_toeplitz_tc). Failures are written as they happen to OUTDIR/{gpu,ptx}-failures.txt, so a
 # stage cut by its time limit still says what failed.
+# CUDA_FORCE_PTX_JIT=1 applies to the whole process (CuPy's and the libraries' code too). To JIT
+# only tensorconv's code, build a PTX-only wheel and run its GPU tests without it:
+#   CUDA_ARCHS=80-virtual OUT=dist-ptx BUILD_ROOT=build/wheels-ptx scripts/build-wheels.sh cuda
+#   STAGES="probe gpu" scripts/gpu-wheel-check.sh dist-ptx/cuda/tensorconv-*.whl ptx-wheel-out
 set -uo pipefail
 cd "$(git rev-parse --show-toplevel)"
 whl=${1:-$(ls -t dist/cuda/tensorconv-*.whl 2>/dev/null | head -1)}
