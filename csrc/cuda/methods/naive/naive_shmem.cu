@@ -54,7 +54,8 @@ __global__ void __launch_bounds__(BX* BY)
   const int ox0 = blockIdx.x * BX * W;
   in += blockIdx.z * in_bstride;
   out += blockIdx.z * out_bstride;
-  if constexpr (KCAP == 0) kglob += (first + blockIdx.z) % kernels * (static_cast<std::int64_t>(kh) * kw);
+  if constexpr (KCAP == 0)  // image first + z of the stack takes kernel (first + z) % kernels
+    kglob += (first + blockIdx.z) % kernels * (static_cast<std::int64_t>(kh) * kw);
   for (int oy0 = blockIdx.y * OH; oy0 < oh; oy0 += gridDim.y * OH) {
     Vec acc[R];
 #pragma unroll
