@@ -18,8 +18,8 @@ pytestmark = pytest.mark.gpu
 
 _DTYPE = {"fp64": np.float64, "fp32": np.float32, "tf32": np.float32, "fp16fp32": np.float16,
           "fp16": np.float16, "bf16": np.float32}
-_GPU = [p for p in float_method_params()
-        if {m.name: m for m in tc.methods()}[p.values[0]].device == "cuda"]
+_DEVICE = {m.name: m.device for m in tc.methods()}
+_GPU = [p for p in float_method_params() if _DEVICE[p.values[0]] == "cuda"]
 
 
 @pytest.mark.parametrize("method,precision", _GPU)

@@ -89,7 +89,8 @@ bool naive_fixed_applies(const PlanRequest& r) {
                     r.kh == r.kw && r.kh % 2 == 1 && r.kh >= 3 && r.kh <= kNaiveFixedMaxTaps;
   if (r.options.naive_shmem_fixed == Tri::off) return false;
   if (r.options.naive_shmem_fixed == Tri::on && !fits)
-    throw ValueError("naive_shmem.fixed=True takes real fp32 data and one odd square kernel of 3.." +
+    throw ValueError("naive_shmem.fixed=True takes real fp32 data and one odd square kernel "
+                     "of 3.." +
                      std::to_string(kNaiveFixedMaxTaps) + " taps a side; this plan is " +
                      precision_name(r.precision) + (r.complex_data ? " complex" : "") + " with a " +
                      std::to_string(r.kh) + "x" + std::to_string(r.kw) + " kernel");

@@ -118,7 +118,7 @@ class ShmemPlan final : public BatchedCudaPlan {
  public:
   explicit ShmemPlan(const PlanRequest& r) : BatchedCudaPlan(r), kc_(std::make_unique<K>()) {
     const std::int64_t n = r.kh * r.kw;
-    upload_coefficients<P>(r.kernel, n * (KCAP == 0 ? r.kernel_count : 1), coef_);
+    upload_coefficients<P>(r.kernel, n * r.kernel_count, coef_);  // make_shmem: KCAP > 0 has one
     if constexpr (KCAP > 0)
       TC_CUDA_CHECK(cudaMemcpy(kc_->k, coef_.get(), n * sizeof(Vec), cudaMemcpyDeviceToHost));
     constexpr int OH = BY * rows_per_thread<P>();
