@@ -142,8 +142,8 @@ def test_refusals_name_the_reason():
     require_available(METHOD)
     for kshape, precision in (((4, 4), "fp32"), ((15, 13), "fp32"), ((19, 19), "fp32"),
                               ((5, 5), "fp64"), ((5, 5), "tf32"), ((1, 1), "fp32")):
-        with pytest.raises(ValueError, match="naive_shmem.fixed=True takes real fp32 data and odd "
-                                             "square kernels of 3..17"):
+        with pytest.raises(ValueError, match="naive_shmem.fixed=True takes real fp32 data and one odd "
+                                             "square kernel of 3..17"):
             tc.plan(np.ones(kshape), (64, 64), mode="valid", method=METHOD, precision=precision,
                     options=FIXED)
     # complex data: the real and imaginary parts as two real correlations (not complex-native)

@@ -3,7 +3,10 @@
 // row_src / col_src, -1: the fill value), into a group of padded images small enough to stay in
 // L2 (16 MB), which the method then runs as a stack. Replaces full() + a strided copy of the
 // whole stack (two passes and a padded copy of all of it: ~1.4 ms of a 3.7 ms 64 x 2048² fp16
-// 'same' stack on the H100).
+// 'same' stack on the H100). Padded rows start 128 bytes apart (kPitchBytes): a padded width
+// such as 4098 fp32 is not a multiple of 16 bytes, and the methods' vector paths (cp.async,
+// float4 loads) take only 16-byte aligned rows, so an unpitched 'same' image ran on their
+// scalar fallbacks.
 #include <algorithm>
 #include <cstring>
 
@@ -16,6 +19,7 @@ namespace {
 
 constexpr std::size_t kGroupBytes = std::size_t{16} << 20;
 constexpr int kThreads = 256;
+constexpr std::int64_t kPitchBytes = 128;
 
 // kV = 16 / sizeof(T) elements per thread, a block's threads side by side in each of its kV
 // steps (every warp access contiguous), all loads issued before the stores: kV loads in flight
@@ -25,17 +29,18 @@ constexpr int kThreads = 256;
 template <class T>
 __global__ void pad_gather_kernel(const T* __restrict__ src, std::int64_t src_bstride,
                                   std::int64_t src_rs, T* __restrict__ dst, std::int64_t ph,
-                                  std::int64_t pw, const std::int64_t* __restrict__ row_src,
+                                  std::int64_t pw, std::int64_t ld,
+                                  const std::int64_t* __restrict__ row_src,
                                   const std::int64_t* __restrict__ col_src, T fill) {
   constexpr int kV = 16 / sizeof(T);
   const std::int64_t b = blockIdx.z;
   const T* s = src + b * src_bstride;
-  T* d = dst + b * ph * pw;
+  T* d = dst + b * ph * ld;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kThreads * kV;
   for (std::int64_t r = blockIdx.y; r < ph; r += gridDim.y) {
     const std::int64_t sr = row_src[r];
     const T* srow = s + (sr < 0 ? 0 : sr) * src_rs;
-    T* drow = d + r * pw;
+    T* drow = d + r * ld;
     for (std::int64_t c0 = static_cast<std::int64_t>(blockIdx.x) * kThreads * kV + threadIdx.x;
          c0 < pw; c0 += step) {
       T v[kV];
@@ -53,7 +58,7 @@ __global__ void pad_gather_kernel(const T* __restrict__ src, std::int64_t src_bs
 }
 
 template <class T>
-void launch(const HostGather& g, void* dst, std::int64_t ph, std::int64_t pw,
+void launch(const HostGather& g, void* dst, std::int64_t ph, std::int64_t pw, std::int64_t ld,
             const std::int64_t* rows, const std::int64_t* cols, std::int64_t n,
             std::int64_t first, std::uint64_t fill_bits_, cudaStream_t stream) {
   constexpr std::int64_t kV = 16 / sizeof(T);
@@ -66,7 +71,7 @@ void launch(const HostGather& g, void* dst, std::int64_t ph, std::int64_t pw,
   const T* src = static_cast<const T*>(g.src.data) + first * g.src_batch_stride;
   pad_gather_kernel<T><<<grid, kThreads, 0, stream>>>(src, g.src_batch_stride,
                                                       g.src.row_stride, static_cast<T*>(dst),
-                                                      ph, pw, rows, cols, fill);
+                                                      ph, pw, ld, rows, cols, fill);
   TC_CUDA_LAUNCH_CHECK();
 }
 
@@ -95,7 +100,9 @@ void CudaPlan::device_gather(const HostGather& g, const Tensor2D& out,
   }
   const auto* rows = pad_index_.get<std::int64_t>();
   const std::int64_t* cols = rows + ph;
-  const std::size_t image_bytes = static_cast<std::size_t>(ph * pw) * es;
+  const std::int64_t per = kPitchBytes / static_cast<std::int64_t>(es);
+  const std::int64_t ld = (pw + per - 1) / per * per;  // elements between padded rows
+  const std::size_t image_bytes = static_cast<std::size_t>(ph * ld) * es;
   const std::int64_t group = std::max<std::int64_t>(
       1, std::min<std::int64_t>({batch, static_cast<std::int64_t>(kGroupBytes / image_bytes),
                                  65535}));
@@ -104,18 +111,19 @@ void CudaPlan::device_gather(const HostGather& g, const Tensor2D& out,
   for (std::int64_t b0 = 0; b0 < batch; b0 += group) {
     const std::int64_t n = std::min(group, batch - b0);
     void* group = pad_group_.get();
-    if (es == 2) launch<std::uint16_t>(g, group, ph, pw, rows, cols, n, b0, fill, stream);
-    else if (es == 4) launch<std::uint32_t>(g, group, ph, pw, rows, cols, n, b0, fill, stream);
-    else if (es == 8) launch<std::uint64_t>(g, group, ph, pw, rows, cols, n, b0, fill, stream);
+    if (es == 2) launch<std::uint16_t>(g, group, ph, pw, ld, rows, cols, n, b0, fill, stream);
+    else if (es == 4) launch<std::uint32_t>(g, group, ph, pw, ld, rows, cols, n, b0, fill, stream);
+    else if (es == 8) launch<std::uint64_t>(g, group, ph, pw, ld, rows, cols, n, b0, fill, stream);
     else throw ValueError("padding on the device takes real storage (2, 4 or 8 bytes)");
     Tensor2D in = out;
     in.data = pad_group_.get();
     in.rows = ph;
-    in.cols = in.row_stride = pw;
+    in.cols = pw;
+    in.row_stride = ld;
     in.on_device = true;
     Tensor2D o = out;
     o.data = static_cast<char*>(out.data) + b0 * out_batch_stride * static_cast<std::int64_t>(es);
-    run_device_batch(in, ph * pw, o, out_batch_stride, n, stream);
+    run_device_batch(in, ph * ld, o, out_batch_stride, n, stream);
   }
 }
 
