@@ -31,22 +31,39 @@ if not os.environ.get("TENSORCONV_DATA") and _SHARED_DATA.is_dir():
 def float_method_params():
     """Every (method, precision) the registry declares for correlate2d, available or not;
     unavailable ones are skipped with the registry's reason."""
+    from tensorconv import _core
+
     params = []
     for m in tc.methods():
         if m.entry != "correlate2d":  # e.g. the bilateral rows (tensorconv.filters.bilateral)
             continue
-        for p in m.precisions:
+        # a precision this GPU is too old for is not in m.precisions: skipped, with the reason
+        newer = [p for p, _ in m.precision_min_cc if p not in m.precisions]
+        for p in [q for q in tc.PRECISIONS if q in m.precisions or q in newer]:
             marks = [pytest.mark.gpu] if m.device == "cuda" else []
             if not m.available:
                 marks.append(pytest.mark.skip(reason=f"{m.name}: {m.reason}"))
+            elif p in newer:
+                why = _core.precision_unavailable_reason(m.name, p)
+                marks.append(pytest.mark.skip(reason=f"{m.name}: {why}"))
             params.append(pytest.param(m.name, p, marks=marks, id=f"{m.name}-{p}"))
     return params
 
-def require_available(method):
-    """Skips (with the registry's reason) when the method cannot run here."""
+def require_available(method, precision=None):
+    """Skips (with the registry's reason) when the method, or that precision of it (a GPU too
+    old for it: MethodInfo.precision_min_cc), cannot run here."""
     m = {x.name: x for x in tc.methods()}[method]
     if not m.available:
         pytest.skip(f"{method}: {m.reason}")
+    if precision is not None and precision not in m.precisions:
+        from tensorconv import _core
+
+        pytest.skip(f"{method}: {_core.precision_unavailable_reason(method, precision)}")
+
+
+def runnable_precisions(method):
+    """The precisions of `method` this GPU runs (a GPU too old for some runs the others)."""
+    return {x.name: x for x in tc.methods()}[method].precisions
 
 
 def check_vs_scipy(method, precision, rng, ishape, kshape, options=None):

@@ -32,7 +32,7 @@ CASES = [
                          ids=[c[0] for c in CASES])
 def test_a_later_smaller_plan_leaves_an_earlier_plan_running(method, precision, options, large,
                                                              small):
-    require_available(method)
+    require_available(method, precision)
     rng = np.random.default_rng(3)
     x = rng.random((300, 256)).astype(np.float32)
 

@@ -130,3 +130,26 @@ def test_entry_kernels_go_through_their_registry_rows():
     tail = (1.0, 1.0, 1.0, 0.0, 0, 1.0, 0.0, 0.0, False, 0, 0, False, 0)
     with pytest.raises(ValueError, match="nan_interp_cpu' does not support precision 'fp16'"):
         tc._core.nan_interp(*z.values(), "float16", *tail)
+
+
+def test_per_precision_architectures():
+    # toeplitz_tc runs fp16, bf16 and tf32 from sm_80 and fp32 and fp64 (f64 mma m16n8k8) from
+    # sm_90: below that the two are left out of its row and refused with the reason
+    from tensorconv import _core
+    from tensorconv.methods import gpu_archs
+
+    row = {m.name: m for m in tc.methods()}["toeplitz_tc"]
+    assert row.min_compute_capability == 80
+    assert dict(row.precision_min_cc) == {"fp32": 90, "fp64": 90}
+    older = row.available and _core.cuda_code_arch() < 90
+    for p in ("fp32", "fp64"):
+        why = _core.precision_unavailable_reason("toeplitz_tc", p)
+        if older:
+            assert p not in row.precisions and why.startswith(f"{p} needs"), why
+            with pytest.raises(ValueError, match=f"'toeplitz_tc' cannot run here: {p} needs"):
+                tc.plan(np.ones((3, 3)), (32, 32), method="toeplitz_tc", precision=p)
+        else:
+            assert p in row.precisions and why == ""
+    assert _core.precision_unavailable_reason("toeplitz_tc", "fp16") == ""
+    if tc.WITH_CUDA:
+        assert "(fp32, fp64: " in gpu_archs(row)

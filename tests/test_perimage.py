@@ -214,7 +214,7 @@ def test_per_image_loop_gpu(method):
     cp = pytest.importorskip("cupy")
     from conftest import require_available
 
-    require_available(method)
+    require_available(method, "fp32")
     rng = np.random.default_rng(6)
     k, x = rng.random((3, 5, 5)), rng.random((2, 3, 30, 31))
     p = tc.plan(k, (30, 31), mode="same", method=method, precision="fp32")

@@ -134,7 +134,7 @@ def _device_arrays(kind, x):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("method,precision", GPU_CASES)
 def test_gpu_stack_matches_loop_and_scipy(method, precision, mode, kind):
-    require_available(method)
+    require_available(method, precision)
     rng = np.random.default_rng(5)
     kernel = rng.standard_normal((7, 7))
     if method == "separable":

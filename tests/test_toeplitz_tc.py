@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.signal
 from bounds import mape_bound, rel_l2_bound
-from conftest import require_available
+from conftest import require_available, runnable_precisions
 
 import tensorconv as tc
 from tensorconv.metrics import mape, relative_l2
@@ -54,7 +54,7 @@ def _check(precision, image, kernel, signed):
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_odd_shapes_vs_scipy(precision):
-    require_available(METHOD)
+    require_available(METHOD, precision)
     rng = np.random.default_rng(1995)
     for ishape, kshape in SHAPES:
         # MAPE on the paper's data (uniform [0, 1)), relative L2 on signed data
@@ -64,7 +64,7 @@ def test_odd_shapes_vs_scipy(precision):
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_strided_and_convolve(precision):
-    require_available(METHOD)
+    require_available(METHOD, precision)
     rng = np.random.default_rng(7)
     base = rng.random((300, 420))
     image = base[::2, ::3]  # a view: rows 3 * 420 apart, columns 3 apart
@@ -81,7 +81,7 @@ def test_strided_and_convolve(precision):
 @pytest.mark.parametrize("kshape", [(3, 3), (15, 15), (7, 70), (40, 5), (30, 30)])
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_nonfinite_stay_local(precision, kshape):
-    require_available(METHOD)
+    require_available(METHOD, precision)
     rng = np.random.default_rng(17)
     image = rng.random((200, 300))
     image[0, 0] = np.nan
@@ -106,7 +106,7 @@ def test_nonfinite_stay_local(precision, kshape):
 def test_row_walk_vs_reference(precision):
     """Images big enough that a CTA walks several row blocks down its strip, the next block's
     rows copied into the ring during this one; NaN/inf met mid-walk."""
-    require_available(METHOD)
+    require_available(METHOD, precision)
     rng = np.random.default_rng(31)
     image, kernel = rng.random((2048, 2048)), rng.random((9, 7)) + 0.1
     ref = scipy.signal.correlate(image, kernel, "valid", method="fft")
@@ -126,7 +126,7 @@ def test_gpu_nan_payload_stays_nan():
     image = np.random.default_rng(3).random((64, 64)).astype(np.float32)
     image.view(np.uint32)[30, 30] = 0x7FFFFFFF
     kernel = np.ones((5, 5))
-    for precision in ("tf32", "fp32"):
+    for precision in {"tf32", "fp32"} & set(runnable_precisions(METHOD)):
         got = tc.correlate2d(image, kernel, "valid", method=METHOD, precision=precision)
         assert np.isnan(got[26:31, 26:31]).all() and np.isnan(got).sum() == 25
 
@@ -135,7 +135,7 @@ def test_repeats_bit_identical():
     require_available(METHOD)
     rng = np.random.default_rng(5)
     image, kernel = rng.random((300, 517)), rng.random((25, 70))
-    for precision in PRECISIONS:
+    for precision in runnable_precisions(METHOD):
         p = tc.plan(kernel, image.shape, mode="valid", method=METHOD, precision=precision)
         x = image.astype(p.storage)
         first = p(x)
@@ -145,6 +145,7 @@ def test_repeats_bit_identical():
 def test_workspace_is_kernel_sized():
     require_available(METHOD)
     kernel = np.random.default_rng(0).random((15, 15))
-    small = tc.plan(kernel, (256, 256), mode="valid", method=METHOD, precision="fp32")
-    large = tc.plan(kernel, (4096, 4096), mode="valid", method=METHOD, precision="fp32")
-    assert small.workspace_bytes == large.workspace_bytes < 64 * 1024
+    for precision in runnable_precisions(METHOD):
+        small = tc.plan(kernel, (256, 256), mode="valid", method=METHOD, precision=precision)
+        large = tc.plan(kernel, (4096, 4096), mode="valid", method=METHOD, precision=precision)
+        assert small.workspace_bytes == large.workspace_bytes < 64 * 1024, precision

@@ -123,6 +123,14 @@ PYBIND11_MODULE(_core, m) {
   m.def("cuda_available", &cuda_available, "True when a CUDA device can be used (never raises).");
   m.def("cuda_unavailable_reason", &cuda_unavailable_reason);
   m.def("cuda_compute_capability", &cuda_compute_capability);
+  m.def("cuda_code_arch", &cuda_code_arch,
+        "The architecture this build's code for the current device was compiled for (0: none).");
+  m.def(
+      "precision_unavailable_reason",
+      [](const std::string& method, const std::string& precision) {
+        return precision_unavailable_reason(find_method(method), parse_precision(precision));
+      },
+      "Why this device cannot run `precision` of `method` (\"\" when it can).");
   m.def("cuda_device_name", &cuda_device_name, "Name of the current CUDA device, \"\" when none.");
   m.def("set_cuda_library_dirs", &set_cuda_library_dirs,
         "Folders searched first for cuFFT and cuBLAS (tensorconv/__init__.py passes the NVIDIA "
@@ -182,7 +190,10 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("translation_invariant", &MethodRow::translation_invariant)
       .def_readonly("exact_note", &MethodRow::exact_note)
       .def_readonly("kernel_stack", &MethodRow::kernel_stack)
-      .def_readonly("min_compute_capability", &MethodRow::min_compute_capability);
+      .def_readonly("min_compute_capability", &MethodRow::min_compute_capability)
+      .def_property_readonly("precision_min_cc", [](const MethodRow& r) {
+        return py::tuple(py::cast(r.precision_min_cc));  // ((precision, cc), ...)
+      });
   m.def("methods", [] {
     std::vector<MethodRow> rows;
     for (const auto& info : registry()) rows.push_back(method_row(info));

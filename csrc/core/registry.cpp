@@ -24,6 +24,9 @@ std::string fir_ki_note() {
   return "layout 16x16x16; options={'fir.layout': '32x8x16'} (or method='fir_ki_32x8') for 32x8x16";
 }
 std::string fir_ki_32x8_note() { return "layout 32x8x16; method='fir_ki' for 16x16x16"; }
+// toeplitz_tc's fp32 and fp64 run on the f64 mma shapes (m16n8k8) that sm_90 added; its fp16,
+// bf16 and tf32 shapes are sm_80's.
+int toeplitz_tc_min_cc(Precision p) { return p == P::fp32 || p == P::fp64 ? 90 : 80; }
 // naive_shmem's fixed fp32 variant pairs output rows for Winograd at k = 9 and 15 (complex data
 // too: it runs as real correlations of the parts).
 std::pair<int, int> naive_shmem_period(Precision p, int kh, int kw, bool /*complex_data*/) {
@@ -167,9 +170,12 @@ const std::vector<MethodInfo>& registry() {
        "patches at a kernel-width stride"},
       // Paplinski 1995, csrc/cuda/methods/paplinski/. sm_90: fp64 on m16n8k8 DMMA.
       {"toeplitz_tc", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64},
-       90, TC_CUDA_FACTORY(make_toeplitz_tc_plan),
+       80, TC_CUDA_FACTORY(make_toeplitz_tc_plan),
        "Paplinski's rcm as banded Toeplitz tiles: sum over kernel rows of image rows x band, "
-       "accumulated on the tensor cores (mma.sync; fp32 widened to fp64 and fp64 on DMMA)"},
+       "accumulated on the tensor cores (mma.sync; fp32 widened to fp64 and fp64 on DMMA)",
+       nullptr, nullptr, /*complex_native=*/false, /*takes_factors=*/false,
+       /*translation_invariant=*/false, nullptr, nullptr, /*kernel_stack=*/false,
+       CudaLibrary::none, &toeplitz_tc_min_cc},
   };
   return table;
 }
@@ -190,8 +196,13 @@ MethodRow method_row(const MethodInfo& m) {
   MethodRow r;
   r.name = m.name;
   r.device = device_name(m.device);
-  for (auto p : m.precisions) r.precisions.emplace_back(precision_name(p));
   r.reason = unavailable_reason(m);
+  for (auto p : m.precisions) {
+    const int cc = m.precision_min_cc ? m.precision_min_cc(p) : 0;
+    if (cc > m.min_compute_capability) r.precision_min_cc.emplace_back(precision_name(p), cc);
+    if (!r.reason.empty() || precision_unavailable_reason(m, p).empty())
+      r.precisions.emplace_back(precision_name(p));
+  }
   r.available = r.reason.empty();
   r.summary = m.summary;
   r.entry = m.entry_point ? m.entry_point : "correlate2d";
@@ -239,6 +250,22 @@ std::string unavailable_reason(const MethodInfo& m) {
   return "";
 }
 
+std::string precision_unavailable_reason(const MethodInfo& m, Precision p) {
+  const int need = m.precision_min_cc ? m.precision_min_cc(p) : 0;
+  if (need <= m.min_compute_capability || !cuda_available()) return "";
+  const std::string sm = "sm_" + std::to_string(need);
+  const int cc = cuda_compute_capability(), code = cuda_code_arch();
+  if (cc < need)
+    return std::string(precision_name(p)) + " needs compute capability " + std::to_string(need / 10) + "." +
+           std::to_string(need % 10) + " (" + sm + "), device has " + std::to_string(cc / 10) +
+           "." + std::to_string(cc % 10);
+  if (code < need)
+    return std::string(precision_name(p)) + " needs code compiled for " + sm + ", this build runs compute_" +
+           std::to_string(code) + " code on this GPU (PTX; add " + std::to_string(cc) +
+           " to CMAKE_CUDA_ARCHITECTURES)";
+  return "";
+}
+
 namespace {
 std::unique_ptr<Plan> checked_plan(const MethodInfo& m, const PlanRequest& r) {
   const std::string method = m.name;
@@ -250,6 +277,8 @@ std::unique_ptr<Plan> checked_plan(const MethodInfo& m, const PlanRequest& r) {
   }
   std::string why = unavailable_reason(m);
   if (!why.empty()) throw ValueError("method '" + method + "' is unavailable: " + why);
+  why = precision_unavailable_reason(m, r.precision);
+  if (!why.empty()) throw ValueError("method '" + method + "' cannot run here: " + why);
   if (!m.factory) throw ValueError("method '" + method + "' has no plan to make here");
   if (!r.kernel || r.kh < 1 || r.kw < 1) throw ValueError("kernel must be non-empty");
   if (r.kernel_count < 1) throw ValueError("kernel_count must be at least 1");

@@ -175,6 +175,9 @@ struct MethodInfo {
   bool kernel_stack = false;
   // The CUDA library its plans call (cuFFT, cuBLAS), or none.
   CudaLibrary library = CudaLibrary::none;
+  // A precision's own minimum compute capability where it is above min_compute_capability
+  // (e.g. toeplitz_tc's fp32 and fp64 on sm_90's f64 mma shapes); nullptr: none is.
+  int (*precision_min_cc)(Precision) = nullptr;
 };
 
 const std::vector<MethodInfo>& registry();
@@ -194,6 +197,9 @@ struct MethodRow {
   std::string exact_note;
   bool kernel_stack = false;
   int min_compute_capability = 0;
+  // Precisions needing a newer GPU than min_compute_capability, and which; those this device
+  // (or this build's code for it) cannot run are left out of `precisions`.
+  std::vector<std::pair<std::string, int>> precision_min_cc;
 };
 MethodRow method_row(const MethodInfo& m);
 const MethodInfo& find_method(const std::string& name);  // ValueError listing the names
@@ -201,6 +207,8 @@ const MethodInfo& find_method(const std::string& name);  // ValueError listing t
 std::pair<int, int> translation_period(const MethodInfo& m, Precision p, int kh, int kw,
                                        bool complex_data);
 std::string unavailable_reason(const MethodInfo& m);     // "" when it can run here
+// "" when the device (and this build's code for it) runs precision p of an available method.
+std::string precision_unavailable_reason(const MethodInfo& m, Precision p);
 bool supports(const MethodInfo& m, Precision p);
 
 // Validates method, precision, availability and shapes, then calls the factory.

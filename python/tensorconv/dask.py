@@ -84,7 +84,9 @@ def _resolve_method(method, precision: str, on_device: bool, kernel64, shape) ->
         if method not in rows or rows[method].entry != "correlate2d":
             names = ", ".join(n for n, m in rows.items() if m.entry == "correlate2d")
             raise ValueError(f"unknown method {method!r}; valid methods: auto, {names}")
-        if precision not in rows[method].precisions:
+        # (a precision this client's GPU is too old for may still run on the workers')
+        if precision not in rows[method].precisions \
+                and precision not in dict(rows[method].precision_min_cc):
             raise ValueError(f"method {method!r} does not support precision {precision!r} "
                              f"(it supports {', '.join(rows[method].precisions)})")
         # availability is the workers' business (the client may have no GPU)

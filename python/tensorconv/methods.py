@@ -23,7 +23,8 @@ class MethodInfo(NamedTuple):
     device : str
         ``'cpu'`` or ``'cuda'``.
     precisions : tuple of str
-        The precisions it computes in (empty for ``simd_u8``: uint8 through `filter2d_u8`).
+        The precisions it computes in (empty for ``simd_u8``: uint8 through `filter2d_u8`); on a
+        GPU older than a precision needs (`precision_min_cc`), that precision is left out.
     available : bool
         Whether it can run in this build on this machine.
     reason : str
@@ -42,6 +43,11 @@ class MethodInfo(NamedTuple):
     translation_invariant : bool
         The same arithmetic for every output wherever it sits: tiles (`tensorconv.dask`) give
         the one-call bits.
+    min_compute_capability : int
+        The oldest GPU it runs on (80: compute capability 8.0); 0 for CPU methods.
+    precision_min_cc : tuple of (str, int)
+        Precisions that need a newer GPU than `min_compute_capability`, with the compute
+        capability each needs (toeplitz_tc: fp32 and fp64 on sm_90's f64 tensor-core shapes).
 
     Examples
     --------
@@ -68,6 +74,8 @@ class MethodInfo(NamedTuple):
     kernel_stack: bool = False
     # the oldest GPU it runs on, e.g. 80 (compute capability 8.0); 0 for CPU methods
     min_compute_capability: int = 0
+    # ((precision, compute capability), ...): precisions that need a newer GPU than that
+    precision_min_cc: tuple = ()
 
     def translation_period(self, precision: str, kh: int, kw: int,
                            complex_data: bool = False) -> tuple:
@@ -153,19 +161,43 @@ def _built_targets() -> list:
     return out
 
 
+def _archs_from(low: int, targets: list) -> str:
+    """The GPUs that `targets` (as `_built_targets` gives them) run code needing compute
+    capability `low` on: SASS of the same major from `low` on, "a" SASS on that GPU only, and
+    everything from the oldest PTX that is itself at least `low` (older PTX lacks that code)."""
+    ptx = [cc for cc, kind in targets if kind == "ptx" and cc >= low]
+    top = min(ptx) if ptx else None
+    sass = sorted({(cc, k) for cc, k in targets if k != "ptx" and (top is None or cc < top)
+                   and (cc >= low or (k == "sass" and cc // 10 >= low // 10))})
+    names = [f"sm_{cc}" if k == "sass-a" else f"sm_{max(cc, low)}-{cc // 10}9" for cc, k in sass]
+    if top is not None:
+        names.append(f"sm_{top}+")
+    return ", ".join(names) or "none"
+
+
 def gpu_archs(m: MethodInfo) -> str:
     """The GPUs a CUDA method of this build runs on, e.g. "sm_80+" or "sm_90" ("" for CPU
-    methods, "none" when the build has no code its compute capability allows)."""
+    methods, "none" when the build has no code its compute capability allows), then those of
+    each precision that needs a newer GPU, e.g. "sm_80+ (fp32, fp64: sm_90, sm_100-109, sm_120+)".
+
+    >>> import tensorconv as tc
+    >>> from tensorconv.methods import _archs_from
+    >>> _archs_from(80, [(80, "sass"), (80, "ptx"), (90, "sass-a"), (120, "sass"), (120, "ptx")])
+    'sm_80+'
+    >>> _archs_from(90, [(80, "sass"), (80, "ptx"), (90, "sass-a"), (120, "sass"), (120, "ptx")])
+    'sm_90, sm_120+'
+    >>> _archs_from(90, [(80, "ptx")])  # compute_80 PTX has no sm_90 code
+    'none'
+    """
     if m.device != "cuda" or not _core.WITH_CUDA:
         return ""
-    low = max(m.min_compute_capability, 1)
-    ptx = [cc for cc, kind in _built_targets() if kind == "ptx"]
-    if ptx:  # the driver compiles it for any GPU from the oldest PTX (and its minimum) on
-        return f"sm_{max(min(ptx), low)}+"
-    sass = sorted({(cc, k) for cc, k in _built_targets() if cc >= low or (k == "sass" and
-                                                                          cc // 10 >= low // 10)})
-    names = [f"sm_{cc}" if k == "sass-a" else f"sm_{max(cc, low)}-{cc // 10}9" for cc, k in sass]
-    return ", ".join(names) or "none"
+    targets = _built_targets()
+    out = _archs_from(max(m.min_compute_capability, 1), targets)
+    by_cc: dict = {}
+    for precision, cc in m.precision_min_cc:
+        by_cc.setdefault(cc, []).append(precision)
+    extra = [f"{', '.join(ps)}: {_archs_from(cc, targets)}" for cc, ps in sorted(by_cc.items())]
+    return out + (f" ({'; '.join(extra)})" if extra else "")
 
 
 def methods_table() -> str:
