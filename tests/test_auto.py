@@ -232,3 +232,41 @@ def test_tune_needs_a_gpu():
         pytest.skip("a CUDA device is present (tune runs in the bench's device call)")
     with pytest.raises(ValueError, match="CUDA device"):
         tc.tune()
+
+
+H100 = {"sm_count": 132, "sm_clock_mhz": 1980.0, "memory_bandwidth_gbs": 3352.0}
+
+
+def test_a_model_from_another_gpu_is_scaled_to_this_one(monkeypatch):
+    """Measured on an H100, ranked on a GPU with a tenth of its bandwidth and half its compute:
+    the transform (bound by memory) slows by more than the direct method does, and the order
+    turns; on the GPU the model was measured on, or for a model without its GPU's speed, times
+    are as measured."""
+    image, kernel = (4096 + 24, 4096 + 24), (25, 25)
+    ok = {"naive_shmem": 1e-7, "fft": 1e-7}
+    m = {"format": _autotune.FORMAT, "device": "Test GPU",
+         "points": [point("fp32", 4096, 25, {"naive_shmem": 0.30, "fft": 0.28}, ok)]}
+    monkeypatch.setattr(_autotune, "models", lambda: [("synthetic", m)])
+    monkeypatch.setattr(_autotune, "device_name", lambda: "Other GPU")
+    monkeypatch.setattr(_autotune, "device_speed", lambda: dict(H100))
+    order, plain, _, where = _autotune.rank("fp32", kernel, image, ["naive_shmem", "fft"])
+    assert order == ["fft", "naive_shmem"] and "scaled" not in where  # no speed in the model
+    m["speed"] = dict(H100)
+    slow = {"sm_count": 66, "sm_clock_mhz": 1980.0, "memory_bandwidth_gbs": 335.2}
+    monkeypatch.setattr(_autotune, "device_speed", lambda: dict(slow))
+    order, ms, _, where = _autotune.rank("fp32", kernel, image, ["naive_shmem", "fft"])
+    assert "scaled from its 132 SMs" in where and "this GPU's 66" in where
+    assert order == ["naive_shmem", "fft"], ms
+    for name in order:
+        want = _autotune.scale_to_device(plain[name], name, "fp32", image, kernel, H100, slow)
+        assert ms[name] == pytest.approx(want)
+        assert 2 * plain[name] < ms[name] < 10 * plain[name], name  # compute's and memory's ratio
+    monkeypatch.setattr(_autotune, "device_name", lambda: "Test GPU")  # the model's own GPU
+    assert _autotune.rank("fp32", kernel, image, ["naive_shmem", "fft"])[1] == plain
+
+
+def test_shipped_defaults_record_their_gpus_speed():
+    m = json.loads(_autotune.DEFAULTS.read_text())
+    assert m["speed"]["sm_count"] == 132 and m["speed"]["memory_bandwidth_gbs"] > 3000
+    speed = _autotune.device_speed()
+    assert speed is None or speed["sm_count"] > 0  # None without a usable GPU

@@ -123,6 +123,18 @@ PYBIND11_MODULE(_core, m) {
   m.def("cuda_available", &cuda_available, "True when a CUDA device can be used (never raises).");
   m.def("cuda_unavailable_reason", &cuda_unavailable_reason);
   m.def("cuda_compute_capability", &cuda_compute_capability);
+  m.def(
+      "cuda_device_speed",
+      [] {
+        const DeviceSpeed s = cuda_device_speed();
+        py::dict d;
+        d["sm_count"] = s.sm_count;
+        d["sm_clock_mhz"] = s.sm_clock_mhz;
+        d["memory_bandwidth_gbs"] = s.memory_bandwidth_gbs;
+        return d;
+      },
+      "The current device's SM count, SM clock (MHz) and memory bandwidth (GB/s); zeros when "
+      "none.");
   m.def("cuda_code_arch", &cuda_code_arch,
         "The architecture this build's code for the current device was compiled for (0: none).");
   m.def(

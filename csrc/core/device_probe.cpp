@@ -30,6 +30,7 @@ struct Probe {
   std::string reason;  // "" when usable
   int cc = 0, code_arch = 0;
   std::string name;
+  DeviceSpeed speed;
 };
 
 const Probe& probe() {
@@ -73,6 +74,14 @@ const Probe& probe() {
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
     p.cc = major * 10 + minor;
     p.name = prop.name;
+    int sm_khz = 0, mem_khz = 0;
+    cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, dev);
+    cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev);
+    p.speed.sm_count = prop.multiProcessorCount;
+    p.speed.sm_clock_mhz = sm_khz / 1e3;
+    // double data rate: two transfers per memory clock over the bus
+    p.speed.memory_bandwidth_gbs = 2.0 * mem_khz * 1e3 * (prop.memoryBusWidth / 8.0) / 1e9;
+    cudaGetLastError();  // an attribute this driver lacks reads as 0
     p.reason = cuda::kernel_image_error(p.cc, &p.code_arch);
 #else
     p.reason = "tensorconv was built without CUDA (TENSORCONV_CUDA=OFF, or no nvcc at build time)";
@@ -91,6 +100,8 @@ int cuda_compute_capability() { return cuda_available() ? probe().cc : 0; }
 std::string cuda_device_name() { return cuda_available() ? probe().name : ""; }
 
 int cuda_code_arch() { return cuda_available() ? probe().code_arch : 0; }
+
+DeviceSpeed cuda_device_speed() { return cuda_available() ? probe().speed : DeviceSpeed{}; }
 
 std::string cuda_library_unavailable_reason(CudaLibrary lib) {
 #ifdef TC_WITH_CUDA

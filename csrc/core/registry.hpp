@@ -231,6 +231,13 @@ std::string cuda_device_name();         // of the current device, "" when none
 // driver runs compute_80 PTX on a Hopper, CUDA_FORCE_PTX_JIT=1 included): code compiled only
 // `#if __CUDA_ARCH__ >= 900` is absent below 90. 0 when no device is usable.
 int cuda_code_arch();
+// The current device's SM count, SM clock and memory bandwidth (from its memory clock and bus
+// width): 'auto' scales a cost model measured on another GPU by them. Zeros when none.
+struct DeviceSpeed {
+  int sm_count = 0;
+  double sm_clock_mhz = 0, memory_bandwidth_gbs = 0;
+};
+DeviceSpeed cuda_device_speed();
 // "" when `lib` can be opened (none: always), else why not, naming its pip package.
 std::string cuda_library_unavailable_reason(CudaLibrary lib);
 // Where `lib` was opened from, "" before its first use or when it could not be.

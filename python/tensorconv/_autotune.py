@@ -1,7 +1,9 @@
 """method='auto' on the GPU from measurement: a cost model of kernel times per (precision, image
 size, kernel size, method), measured on this device by tensorconv.tune() and kept in the user's
 cache directory per device name and package version, or the shipped defaults (measured on an
-H100, _auto_defaults.json) where no tuned model exists.
+H100, _auto_defaults.json) where no tuned model exists. On a GPU other than the one a model was
+measured on, its times are scaled to this GPU (scale_to_device: the memory part of each time by
+the bandwidths, the rest by SM count x clock), so the ranking follows what bounds each method.
 
 A query takes, per method, the grid's image size nearest in log area where that method was
 measured (a method missing there falls back to smaller grid sizes only, its time scaled by the
@@ -45,6 +47,49 @@ def device_name() -> str:
         return str(_core.cuda_device_name())
     except Exception:  # a broken driver reads as "no device"
         return ""
+
+
+def device_speed() -> dict | None:
+    """This GPU's SM count, SM clock (MHz) and memory bandwidth (GB/s), or None without one."""
+    try:
+        s = dict(_core.cuda_device_speed())
+    except Exception:  # a broken driver reads as "no device"
+        return None
+    return s if all(s.get(f) for f in ("sm_count", "sm_clock_mhz", "memory_bandwidth_gbs")) \
+        else None
+
+
+_STORE_BYTES = {p.name: np.dtype(p.storage).itemsize for p in _core.precisions()}
+
+
+def traffic_bytes(method: str, precision: str, image_shape, kernel_shape) -> float:
+    """Roughly the bytes a call moves through device memory: a direct or tensor-core method reads
+    the image and writes the output once; a transform makes about three read-and-write passes
+    over the half spectrum (complex fp32, or complex fp64 for fp64)."""
+    (ph, pw), (kh, kw) = image_shape, kernel_shape
+    if method in SPECTRAL:
+        return 6.0 * ph * (pw // 2 + 1) * (16 if precision == "fp64" else 8)
+    out = max(1, ph - kh + 1) * max(1, pw - kw + 1)
+    return float(ph * pw + out) * _STORE_BYTES[precision]
+
+
+def scale_to_device(ms: float, method: str, precision: str, image_shape, kernel_shape,
+                    ref: dict, here: dict) -> float:
+    """A time measured on GPU `ref` as GPU `here` would take it (speeds as `device_speed` gives
+    them): its memory part (`traffic_bytes` at ref's bandwidth, at most the whole time) scaled by
+    the bandwidths, the rest by SM count x clock.
+
+    >>> ref = {"sm_count": 132, "sm_clock_mhz": 1980.0, "memory_bandwidth_gbs": 3352.0}
+    >>> half = {"sm_count": 66, "sm_clock_mhz": 1980.0, "memory_bandwidth_gbs": 1676.0}
+    >>> round(scale_to_device(0.3, "fft", "fp32", (4096, 4096), (55, 55), ref, half), 3)
+    0.6
+    >>> round(scale_to_device(0.3, "fft", "fp32", (4096, 4096), (55, 55), ref, ref), 3)
+    0.3
+    """
+    mem = min(ms, traffic_bytes(method, precision, image_shape, kernel_shape)
+              / (ref["memory_bandwidth_gbs"] * 1e6))  # GB/s = 1e6 bytes per ms
+    compute = ref["sm_count"] * ref["sm_clock_mhz"] / (here["sm_count"] * here["sm_clock_mhz"])
+    return mem * ref["memory_bandwidth_gbs"] / here["memory_bandwidth_gbs"] + (ms - mem) * compute
 
 
 def model_path(device: str | None = None, version: str | None = None) -> Path:
@@ -167,10 +212,15 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
     ph, pw = image_shape
     kside = math.sqrt(kh * kw)
     area = max(1, ph - kh + 1) * max(1, pw - kw + 1)
+    here = device_speed()
     for label, model in models():
         pts = [p for p in model["points"] if p["precision"] == precision]
         if not pts:
             continue
+        # a model measured on another GPU (the shipped defaults on a GPU never tuned): its times
+        # scaled to this one's SMs, clock and bandwidth
+        ref = model.get("speed")
+        scale = ref if here and ref and model.get("device") != device_name() else None
         grids: dict = {}
         for p in pts:
             grids.setdefault(p["image"][0] * p["image"][1], {})[p["k"]] = p
@@ -229,6 +279,9 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
             f = 0.0 if k1 == k0 else (min(max(kside, k0), k1) - k0) / (k1 - k0)
             # times scale with the pixels from the grid image they were measured on
             times[m] = math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0))) * ph * pw / a
+            if scale:
+                times[m] = scale_to_device(times[m], m, precision, image_shape, kernel_shape,
+                                           scale, here)
             used[m] = (a, k0, k1)
         if not times:
             continue
@@ -239,7 +292,11 @@ def rank(precision: str, kernel_shape, image_shape, candidates, *, rank1: bool =
                  (f" and {k1}" if k1 != k0 else "") + (" (rank-1: separable's one-pass time)"
                                                        if rank1 else "") +
                  ("; others at the grid sizes nearest this image where they were measured"
-                  if len({u[0] for u in used.values()}) > 1 else ""))
+                  if len({u[0] for u in used.values()}) > 1 else "") +
+                 (f"; times scaled from its {scale['sm_count']} SMs at "
+                  f"{scale['sm_clock_mhz']:.0f} MHz and {scale['memory_bandwidth_gbs']:.0f} GB/s "
+                  f"to this GPU's {here['sm_count']}, {here['sm_clock_mhz']:.0f} MHz and "
+                  f"{here['memory_bandwidth_gbs']:.0f} GB/s" if scale else ""))
         return order, times, excluded, where
     return [], {}, {}, f"no measured model covers precision {precision!r}"
 
@@ -338,6 +395,7 @@ def tune(sizes=TUNE_SIZES, kernels=TUNE_KERNELS, precisions=PRECISIONS, *,
     device = device_name() or dev.name()
     model = model_from_rows(complete_points(sweep.rows, names), device,
                             "tensorconv.tune() on this device")
+    model["speed"] = device_speed()
     model["seconds"] = round(time.time() - t0, 1)
     model["skipped_for_time"] = sweep.skipped_for_time
     if save:
@@ -387,12 +445,14 @@ def _point_key(row: dict):
             row.get("variant"), row.get("band_mb"))
 
 
-def build_defaults(paths, out: Path = DEFAULTS) -> Path:
+def build_defaults(paths, out: Path = DEFAULTS, speed: dict | None = None) -> Path:
     """The shipped model from committed results files (rows of one device): the maintainers'
     step after a device run, e.g.
     python -c "from tensorconv._autotune import build_defaults as b; b(['benchmarks/auto_model/tune_h100.json'])"
     A later file's measurement of a point (method, precision, image, kernel) replaces the earlier
     files' (a method that changed since is measured again); within one file the fastest wins.
+    `speed`: the measured GPU's SM count, clock and bandwidth (`_core.cuda_device_speed()`
+    there), by which 'auto' scales the model on other GPUs.
     """
     rows, devices = [], set()
     for p in paths:
@@ -405,4 +465,6 @@ def build_defaults(paths, out: Path = DEFAULTS) -> Path:
         raise ValueError(f"results of one device expected, got {sorted(devices)}")
     model = model_from_rows(rows, devices.pop(), "committed results: " + ", ".join(
         Path(p).name for p in paths))
+    if speed:
+        model["speed"] = dict(speed)
     return save(model, out)
