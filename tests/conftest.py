@@ -167,7 +167,7 @@ def pytest_configure(config):
 
 def pytest_runtest_logreport(report):
     """With TENSORCONV_FAILURE_LOG=FILE, each failure's test id and traceback is appended to FILE
-    as it happens: a run stopped by a time limit (a device session's) keeps what failed."""
+    as it happens: a run stopped by a time limit keeps what failed."""
     path = os.environ.get("TENSORCONV_FAILURE_LOG")
     if path and report.failed:
         with open(path, "a") as f:
