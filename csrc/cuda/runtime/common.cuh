@@ -49,6 +49,30 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// A new kernel (plan set_kernel's float64 taps) held on the host until the next call uploads it
+// on that call's stream, so replacing a plan's kernel allocates nothing and never synchronises.
+// The source is pageable: cudaMemcpyAsync stages it before returning, so it may change after.
+class PendingKernel {
+ public:
+  void set(const double* k, std::size_t n) {
+    host_.assign(k, k + n);
+    pending_ = true;
+  }
+  // Copies a pending kernel to `dst` (room for size() doubles) on `stream`; false when none is.
+  bool upload(void* dst, cudaStream_t stream) {
+    if (!pending_) return false;
+    TC_CUDA_CHECK(cudaMemcpyAsync(dst, host_.data(), host_.size() * sizeof(double),
+                                  cudaMemcpyHostToDevice, stream));
+    pending_ = false;
+    return true;
+  }
+  std::size_t size() const { return host_.size(); }
+
+ private:
+  std::vector<double> host_;
+  bool pending_ = false;
+};
+
 // The fill value as the storage's bit pattern (real storage: f16, f32, f64; 0 otherwise).
 std::uint64_t fill_bits(double fill, DType d);
 

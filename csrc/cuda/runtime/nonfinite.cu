@@ -114,17 +114,10 @@ NonfiniteRepair::NonfiniteRepair(const PlanRequest& r)
 }
 
 void NonfiniteRepair::set_kernel(const double* k) {
-  pending_.assign(k, k + static_cast<std::size_t>(kh_) * kw_);
-  pending_set_ = true;
+  pending_.set(k, static_cast<std::size_t>(kh_) * kw_);
 }
 
-void NonfiniteRepair::flush(cudaStream_t st) const {
-  if (pending_set_) {  // pageable source: staged before the call returns, ordered on `st`
-    TC_CUDA_CHECK(cudaMemcpyAsync(k_.get(), pending_.data(), pending_.size() * sizeof(double),
-                                  cudaMemcpyHostToDevice, st));
-    pending_set_ = false;
-  }
-}
+void NonfiniteRepair::flush(cudaStream_t st) const { pending_.upload(k_.get(), st); }
 
 void NonfiniteRepair::arm(cudaStream_t st) const {
   flush(st);

@@ -55,8 +55,7 @@ class NonfiniteRepair {
  private:
   void flush(cudaStream_t st) const;  // set_kernel's kernel to the device, if one is pending
   DeviceBuffer k_, flag_;
-  mutable std::vector<double> pending_;  // set_kernel's kernel until arm() uploads it
-  mutable bool pending_set_ = false;
+  mutable PendingKernel pending_;  // set_kernel's kernel until the next call uploads it
   int kh_ = 0, kw_ = 0, blocks_ = 0;
 };
 

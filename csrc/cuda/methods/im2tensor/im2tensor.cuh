@@ -696,9 +696,8 @@ class Plan final : public CudaPlan {
 
   // A new kernel: K̂ᵀ is remade on the device at the next call, on its stream.
   bool set_kernel(const double* k) override {
-    kpending_.assign(k, k + kh_ * kw_);
+    kpending_.set(k, kh_ * kw_);
     k64_.ensure(kpending_.size() * sizeof(double));
-    kdirty_ = true;
     nf_.set_kernel(k);
     return true;
   }
@@ -706,12 +705,7 @@ class Plan final : public CudaPlan {
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t st) override {
     using Out = typename T::Out;
-    if (kdirty_) {  // pageable source: staged before the call returns
-      TC_CUDA_CHECK(cudaMemcpyAsync(k64_.get(), kpending_.data(), k64_.bytes(),
-                                    cudaMemcpyHostToDevice, st));
-      prep_kt(k64_.get<double>(), st);
-      kdirty_ = false;
-    }
+    if (kpending_.upload(k64_.get(), st)) prep_kt(k64_.get<double>(), st);
     // NaN/inf: the mma path's final stores flag the repair; the other paths (atomics, Tr+ and
     // recombination passes) have the repair test every output.
     const bool flagged = mma_ && E == Epi::partial_c;
@@ -819,9 +813,8 @@ class Plan final : public CudaPlan {
   std::size_t smem_ = 0, ws_bytes_ = 0;
   std::int64_t band_ = 0;  // output rows per band (the workspace holds one band)
   DeviceBuffer kt_, ws_;
-  DeviceBuffer k64_;              // set_kernel's float64 kernel on the device
-  std::vector<double> kpending_;  // set_kernel's kernel until the next call uploads it
-  bool kdirty_ = false;
+  DeviceBuffer k64_;        // set_kernel's float64 kernel on the device
+  PendingKernel kpending_;  // set_kernel's kernel until the next call uploads it
   NonfiniteRepair nf_;
 };
 

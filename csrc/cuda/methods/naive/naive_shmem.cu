@@ -132,9 +132,8 @@ class ShmemPlan final : public BatchedCudaPlan {
   // (the launch-parameter copy of the constant-memory option is made at construction: remade).
   bool set_kernel(const double* k) override {
     if (KCAP > 0) return false;
-    pending_.assign(k, k + kh_ * kw_);
+    pending_.set(k, kh_ * kw_);
     kstage_.ensure(pending_.size() * sizeof(double));
-    pending_set_ = true;
     return true;
   }
 
@@ -146,14 +145,11 @@ class ShmemPlan final : public BatchedCudaPlan {
     constexpr int OH = BY * rows_per_thread<P>();
     const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
     const dim3 block(BX, BY);
-    if (pending_set_) {  // pageable source: staged before the call returns
+    if (pending_.upload(kstage_.get(), stream)) {
       const std::int64_t n = static_cast<std::int64_t>(pending_.size());
-      TC_CUDA_CHECK(cudaMemcpyAsync(kstage_.get(), pending_.data(), n * sizeof(double),
-                                    cudaMemcpyHostToDevice, stream));
       coefficients_kernel<P><<<ceil_div(n, 256), 256, 0, stream>>>(kstage_.get<double>(),
                                                                    coef_.get<Vec>(), n);
       TC_CUDA_LAUNCH_CHECK();
-      pending_set_ = false;
     }
     for (std::int64_t b0 = 0; b0 < batch; b0 += 65535) {
       const dim3 grid(ceil_div(ow, BX * T::W), std::min(ceil_div(oh, OH), 65535),
@@ -171,8 +167,7 @@ class ShmemPlan final : public BatchedCudaPlan {
  private:
   DeviceBuffer coef_;
   DeviceBuffer kstage_;          // set_kernel's float64 kernel on the device
-  std::vector<double> pending_;  // set_kernel's kernel until the next call uploads it
-  bool pending_set_ = false;
+  PendingKernel pending_;  // set_kernel's kernel until the next call uploads it
   std::unique_ptr<K> kc_;  // host copy handed to every launch (up to 30 KB)
   int pitch_ = 0;
   std::size_t smem_ = 0;
