@@ -270,3 +270,28 @@ def test_shipped_defaults_record_their_gpus_speed():
     assert m["speed"]["sm_count"] == 132 and m["speed"]["memory_bandwidth_gbs"] > 3000
     speed = _autotune.device_speed()
     assert speed is None or speed["sm_count"] > 0  # None without a usable GPU
+
+
+def test_rank1_screen_agrees_with_the_svd():
+    """is_rank1's minor bound only ever answers where the SVD would answer the same: random,
+    rank-1 and nearly rank-1 kernels (perturbed around each precision's tolerance), both
+    precisions, sizes on both sides of where the screen applies."""
+    rng = np.random.default_rng(11)
+
+    def by_svd(k, precision):
+        s = np.linalg.svd(k, compute_uv=False)
+        return bool(s[0] > 0 and s[1] <= (1e-13 if precision == "fp64" else 1e-6) * s[0])
+
+    seen = set()
+    for n in (5, 19, 20, 31, 55):
+        for _ in range(20):
+            r1 = np.outer(rng.random(n), rng.standard_normal(n))
+            cases = [rng.random((n, n)), rng.standard_normal((n, n)), r1]
+            cases += [r1 + e * np.abs(r1).max() * rng.standard_normal((n, n))
+                      for e in (1e-14, 1e-13, 3e-13, 1e-8, 3e-7, 1e-6, 3e-6, 1e-3)]
+            for k in cases:
+                for precision in ("fp32", "fp64"):
+                    got = _autotune.is_rank1(k, precision)
+                    assert got == by_svd(k, precision), (n, precision)
+                    seen.add(got)
+    assert seen == {True, False}
