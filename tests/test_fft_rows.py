@@ -82,6 +82,28 @@ def test_device_arrays_and_stacks(precision):
         assert mape(out[b], ref) <= mape_bound(METHOD, precision), b
 
 
+@pytest.mark.parametrize("boundary", ["fill", "symm"])
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_same_mode_rows_at_the_next_fast_size(precision, boundary):
+    """'same' pads a 1001-wide image to 1025 columns (5^2 x 41): the rows form transforms rows
+    of 1029 (3 x 7^3), the padded rows copied in with zeros after them; host and device images,
+    against scipy."""
+    require_available(METHOD)
+    rng = np.random.default_rng(21)
+    image, kernel = rng.random((260, 1001)), rng.random((25, 25))
+    ref = scipy.signal.correlate2d(image, kernel, "same", boundary)
+    p = tc.plan(kernel, image.shape, mode="same", boundary=boundary, method=METHOD,
+                precision=precision, options=ROWS)
+    x = image.astype(p.storage)
+    got = np.asarray(p(x))
+    assert mape(got, ref) <= mape_bound(METHOD, precision)
+    try:
+        import cupy as cp
+    except ImportError:
+        return
+    assert mape(cp.asnumpy(p(cp.asarray(x))), ref) <= mape_bound(METHOD, precision)
+
+
 def test_row_bands_overlap_at_the_end():
     """fp64 at 9000 x 8192: bands of equal height whose row spectra, product rows and cuFFT work
     area fit 512 MiB (about 1800 rows here), the last overlapping the one before; outputs

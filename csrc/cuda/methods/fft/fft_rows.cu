@@ -8,7 +8,11 @@
 // k = 3..55, against 0.44 / 0.83 for the 2-D pair and 0.48 / 0.91 for torch.fft
 // (benchmarks/harness/fft_hybrid.cu times the steps).
 //
-// The image is the R2C's input as it is (no staging copy). A NaN or inf pixel makes its whole
+// The image is the R2C's input as it is (no staging copy) where its width is a fast transform
+// size. Other widths (fft.layout='rows' only) are transformed at the next fast size: each band's
+// rows are copied into rows of that length, zeros past the image. Valid outputs never read past
+// the image's columns, so the circular transform of the longer rows gives them unchanged; the
+// zeros only keep what the copy's tail would hold out of the spectra. A NaN or inf pixel makes its whole
 // row spectrum non-finite, hence every output of the kh rows above it; the crop marks them and
 // NonfiniteRepair::run recomputes every non-finite output by a direct float64 sum, so NaN/inf
 // stay local (slow only for such images).
@@ -36,6 +40,18 @@ namespace {
 
 constexpr int kR = 8;  // output rows per thread of the product
 constexpr std::int64_t kRowsCapBytes = std::int64_t(512) << 20;
+
+// Rows y of a band (rows apart `stride`, iw wide) into rows of w (>= iw), zeros past iw.
+template <class T>
+__global__ void fftrows_stage_kernel(const T* __restrict__ in, std::int64_t stride, int iw,
+                                     int rows, T* __restrict__ out, int w) {
+  for (int y = blockIdx.y; y < rows; y += gridDim.y) {
+    const T* src = in + y * stride;
+    T* dst = out + static_cast<std::int64_t>(y) * w;
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < w; x += gridDim.x * blockDim.x)
+      dst[x] = x < iw ? src[x] : T(0);
+  }
+}
 
 // One thread per (tap row s, spectrum column v): the host loop's sums, unfused (see taps()).
 template <class T, class C>
@@ -72,7 +88,8 @@ class FftRowsPlan final : public CudaPlan {
 
  public:
   explicit FftRowsPlan(const PlanRequest& r) : CudaPlan(r), nf_(r) {
-    w_ = r.iw;
+    w_ = next_fast_size(r.iw, false);  // the transform's length
+    stage_ = w_ != r.iw;
     mc_ = w_ / 2 + 1;
     kh_ = r.kh;
     oh_ = r.ih - r.kh + 1;
@@ -90,15 +107,18 @@ class FftRowsPlan final : public CudaPlan {
     // Rows per band: spectra + product rows + cuFFT's work area within kRowsCapBytes. The work
     // area is known once plans exist (1-D fp64 transforms of 8192 need about their data again):
     // plan for the data alone, then again with the work area's share per row if it was larger.
-    const std::int64_t per_row = 2 * mc_ * static_cast<std::int64_t>(sizeof(C));
+    const std::int64_t per_row = 2 * mc_ * static_cast<std::int64_t>(sizeof(C)) +
+                                 (stage_ ? w_ * static_cast<std::int64_t>(sizeof(T)) : 0);
     set_band(kRowsCapBytes / per_row);
-    std::size_t work = make_plans(r.iw);
+    const std::int64_t stride = stage_ ? w_ : r.iw;
+    std::size_t work = make_plans(stride);
     const std::int64_t fit = kRowsCapBytes / (per_row + static_cast<std::int64_t>(work) / hb_ + 1);
     if (fit < hb_) {
       set_band(fit);
-      make_plans(r.iw);
+      make_plans(stride);
     }
     spec_.reset(hin_ * mc_ * sizeof(C));  // also the C2R's hb x w real output
+    if (stage_) staged_.reset(hin_ * w_ * sizeof(T));
     o_.reset(hb_ * mc_ * sizeof(C));
     nl_ = static_cast<int>(std::min<std::int64_t>(kLow, (w_ + 1) / 2));  // below the Nyquist
     low_.reset(hb_ * kLow * sizeof(double2));
@@ -113,12 +133,12 @@ class FftRowsPlan final : public CudaPlan {
   std::size_t workspace_bytes() const override {
     // (the shared group's work area in full: an upper bound where plans share it)
     return plans_->work_bytes() + spec_.bytes() + o_.bytes() + low_.bytes() + taps_.bytes() +
-           glo_.bytes() + tw_.bytes() + tab_.bytes() + kd_.bytes();
+           glo_.bytes() + tw_.bytes() + tab_.bytes() + kd_.bytes() + staged_.bytes();
   }
 
  protected:
   void run_device(const Tensor2D& in, const Tensor2D& out, cudaStream_t stream) override {
-    if (in.row_stride != stride_) make_plans(in.row_stride);
+    if (!stage_ && in.row_stride != stride_) make_plans(in.row_stride);
     if (!taps_ready_) taps(stream);
     nf_.arm(stream);
     SharedCufft::Use fft(*plans_, stream);
@@ -127,6 +147,16 @@ class FftRowsPlan final : public CudaPlan {
     for (std::int64_t b = 0; b < bands; ++b) {
       const std::int64_t y0 = std::min(b * hb_, oh_ - hb_);  // the last band overlaps
       T* src = const_cast<T*>(in.ptr<T>()) + y0 * in.row_stride;
+      if (stage_) {
+        const dim3 sgrid(static_cast<unsigned>(std::min<std::int64_t>((w_ + 255) / 256, 64)),
+                         static_cast<unsigned>(std::min<std::int64_t>(hin_, 65535)));
+        fftrows_stage_kernel<T><<<sgrid, 256, 0, stream>>>(src, in.row_stride,
+                                                           static_cast<int>(in.cols),
+                                                           static_cast<int>(hin_),
+                                                           staged_.get<T>(), static_cast<int>(w_));
+        TC_CUDA_LAUNCH_CHECK();
+        src = staged_.get<T>();
+      }
       TC_CUFFT_CHECK(cufftXtExec(fft.first(), src, spec_.get(), CUFFT_FORWARD));
       fftrows::correlate_down<T, kR, kWarps, kLow><<<pgrid, G::kThreads, smem_, stream>>>(
           spec_.get<C>(), mc_, static_cast<int>(hin_), static_cast<int>(mc_), taps_.get<C>(),
@@ -154,8 +184,8 @@ class FftRowsPlan final : public CudaPlan {
     hin_ = hb_ + kh_ - 1;
   }
 
-  // The forward transform reads rows `stride` elements apart (the image's row stride); the
-  // inverse writes rows of w into the spectrum buffer. One shared group (cufft_util.cuh:
+  // The forward transform reads rows `stride` elements apart (the image's row stride, or w for
+  // the staged rows); the inverse writes rows of w into the spectrum buffer. One shared group (cufft_util.cuh:
   // SharedCufft) of the two, with one work area (they run in turn); returns its bytes.
   std::size_t make_plans(std::int64_t stride) {
     plans_ = SharedCufft::get(
@@ -212,6 +242,8 @@ class FftRowsPlan final : public CudaPlan {
   std::size_t smem_ = 0;
   std::shared_ptr<SharedCufft> plans_;
   DeviceBuffer spec_, o_, low_, taps_, glo_, tw_, tab_, kd_;
+  DeviceBuffer staged_;  // a band's rows at the transform's length (stage_)
+  bool stage_ = false;   // the width is not a fast size: rows staged at w_
   std::vector<double> khost_;  // the kernel the taps are made from
   bool taps_ready_ = false;  // (a CUDA plan runs one call at a time: the plan cache's checkout)
   NonfiniteRepair nf_;
