@@ -152,8 +152,14 @@ def _one_config(tc, sweep, base, x, k, knew, mode, boundary, sync, runs, cp, tor
         add("oneshot", first, steady, method=method, cache_hits=info["hits"],
             cache_bytes=info["bytes"])
         new = lambda i: tc.correlate2d(x, knew[i], mode, boundary)  # noqa: E731
+        before = tc.plan_cache_info()
         f_new, s_new = _time(new, sync, runs)
-        add("oneshot_new_kernel", f_new, s_new, method=method)
+        after = tc.plan_cache_info()
+        # re-prepared plans against new ones: whether the new kernels took the cheap path
+        add("oneshot_new_kernel", f_new, s_new, method=method,
+            rekernels=sum(d["rekernels"] for d in after["devices"].values())
+            - sum(d["rekernels"] for d in before["devices"].values()),
+            misses=after["misses"] - before["misses"])
         # the plan's first call in two parts: building it (the method's choice, cuFFT plans,
         # workspaces, kernel state) and its first call (module loading where this process has
         # not run the method yet, the pad index, the first launch)
