@@ -295,3 +295,14 @@ def test_rank1_screen_agrees_with_the_svd():
                     assert got == by_svd(k, precision), (n, precision)
                     seen.add(got)
     assert seen == {True, False}
+
+
+@pytest.mark.gpu
+def test_this_gpus_speed_is_read():
+    """What the scaling reads of the GPU: SMs, a clock in MHz and a bandwidth in GB/s of any
+    GPU the package runs on (A100 1.6 TB/s ... H200 4.9 TB/s; L4 0.3 TB/s)."""
+    speed = _autotune.device_speed()
+    assert speed is not None, tc._core.cuda_device_speed()
+    assert 10 <= speed["sm_count"] <= 1000
+    assert 500 <= speed["sm_clock_mhz"] <= 5000
+    assert 100 <= speed["memory_bandwidth_gbs"] <= 20000
