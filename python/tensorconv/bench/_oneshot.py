@@ -5,7 +5,9 @@ method were seen), and the prepared plan's call, for every mode x boundary, fp32
 fp64 (float32 / float16 / float64 arrays, the precision scipy-style calls get), k = 3, 7, 15, 31,
 55, 4096² and 16384², CuPy and NumPy inputs; peers timed the same way in the same run
 (cupyx.scipy.signal correlate2d and fftconvolve, cupyx.scipy.ndimage.correlate, torch conv2d),
-where they compute the same thing. --quick: 4096², fp32, k = 3, 15, 55, valid/same, fill/symm.
+where they compute the same thing; where the plan is fft's in 'same' or 'full', both of its
+layouts (plan_fft_rows, plan_fft_2d: the padded width is rarely a fast transform size). --quick:
+4096², fp32, k = 3, 15, 55, valid/same, fill/symm.
 
 Timing: wall clock with a device synchronisation before and after each call; the first call
 (after the plan cache is emptied: the cold one-shot call, or the plan's construction and first
@@ -183,6 +185,14 @@ def _one_config(tc, sweep, base, x, k, knew, mode, boundary, sync, runs, cp, tor
             pv = tc.plan(k, x.shape, mode="valid")
             _, v_steady = _time(lambda i: pv(x), sync, runs)
             add("plan_valid", float("nan"), v_steady, method=pv.method)
+        if p.method == "fft" and mode != "valid" and base["precision"] in ("fp32", "fp64"):
+            # the padded width is rarely a fast transform size: fft's two layouts there (the
+            # automatic choice takes rows only at fast widths)
+            for layout in ("rows", "2d"):
+                q = tc.plan(k, x.shape, mode=mode, boundary=boundary, method="fft",
+                            precision=base["precision"], options={"fft.layout": layout})
+                q_first, q_steady = _time(lambda i: q(x), sync, runs)
+                add(f"plan_fft_{layout}", q_first, q_steady, method="fft")
         tc.clear_plan_cache()
     except Exception as e:  # a row that cannot run (memory at 16384² fp64): recorded, not fatal
         rows.append({"impl": "oneshot", **base, "median_ms": None, "error": repr(e)[:200]})
