@@ -153,3 +153,12 @@ def test_per_precision_architectures():
     assert _core.precision_unavailable_reason("toeplitz_tc", "fp16") == ""
     if tc.WITH_CUDA:
         assert "(fp32, fp64: " in gpu_archs(row)
+
+
+def test_boundaries_column():
+    # how 'same' / 'full' reach device images: naive_shmem maps the padding itself, the other
+    # CUDA methods get a padded copy; CPU methods pad as they stage (no such column)
+    rows = {m.name: m for m in tc.methods()}
+    assert rows["naive_shmem"].boundaries.startswith("in the method")
+    assert rows["fft"].boundaries == "padded copy" and rows["direct"].boundaries == ""
+    assert "same/full on device" in tc.methods_table().splitlines()[0]

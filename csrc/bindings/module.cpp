@@ -203,6 +203,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("exact_note", &MethodRow::exact_note)
       .def_readonly("kernel_stack", &MethodRow::kernel_stack)
       .def_readonly("min_compute_capability", &MethodRow::min_compute_capability)
+      .def_readonly("boundaries", &MethodRow::boundaries)
       .def_property_readonly("precision_min_cc", [](const MethodRow& r) {
         return py::tuple(py::cast(r.precision_min_cc));  // ((precision, cc), ...)
       });

@@ -66,7 +66,10 @@ const std::vector<MethodInfo>& registry() {
        "odd square kernels of 3..17 taps with the shape compiled in",
        nullptr, nullptr, /*complex_native=*/false, /*takes_factors=*/false,
        /*translation_invariant=*/true, &naive_shmem_period,
-       "even row translations at fp32 9x9, 15x15: Winograd row pairs", /*kernel_stack=*/true},
+       "even row translations at fp32 9x9, 15x15: Winograd row pairs", /*kernel_stack=*/true,
+       CudaLibrary::none, nullptr,
+       "in the method: tiles staged from the unpadded image through the padding's indices "
+       "(fp32 odd square 3..17, the fixed-shape variant: a padded copy)"},
       {"separable", Device::cuda, {P::fp16, P::fp16fp32, P::bf16, P::tf32, P::fp32, P::fp64}, 60,
        TC_CUDA_FACTORY(make_separable_plan),
        "CUDA row + column passes in shared memory (Podlozhnyuk); rank-r kernels as r passes "
@@ -213,6 +216,7 @@ MethodRow method_row(const MethodInfo& m) {
   r.exact_note = m.exact_note ? m.exact_note : "";
   r.kernel_stack = m.kernel_stack;
   r.min_compute_capability = m.min_compute_capability;
+  r.boundaries = m.boundaries ? m.boundaries : m.device == Device::cuda ? "padded copy" : "";
   return r;
 }
 

@@ -178,6 +178,9 @@ struct MethodInfo {
   // A precision's own minimum compute capability where it is above min_compute_capability
   // (e.g. toeplitz_tc's fp32 and fp64 on sm_90's f64 mma shapes); nullptr: none is.
   int (*precision_min_cc)(Precision) = nullptr;
+  // How 'same' / 'full' reach a device image: nullptr, a padded copy (device_pad.cu); else how
+  // the method maps the padding itself (CudaPlan::run_device_mapped), for methods().
+  const char* boundaries = nullptr;
 };
 
 const std::vector<MethodInfo>& registry();
@@ -200,6 +203,7 @@ struct MethodRow {
   // Precisions needing a newer GPU than min_compute_capability, and which; those this device
   // (or this build's code for it) cannot run are left out of `precisions`.
   std::vector<std::pair<std::string, int>> precision_min_cc;
+  std::string boundaries;  // MethodInfo::boundaries, else "padded copy" (CUDA) or "" (CPU)
 };
 MethodRow method_row(const MethodInfo& m);
 const MethodInfo& find_method(const std::string& name);  // ValueError listing the names

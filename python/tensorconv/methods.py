@@ -48,6 +48,10 @@ class MethodInfo(NamedTuple):
     precision_min_cc : tuple of (str, int)
         Precisions that need a newer GPU than `min_compute_capability`, with the compute
         capability each needs (toeplitz_tc: fp32 and fp64 on sm_90's f64 tensor-core shapes).
+    boundaries : str
+        How ``'same'`` and ``'full'`` reach a device image (CUDA methods): ``'padded copy'``
+        (one gather pass writes the padded image, then the method runs on it), or how the method
+        maps the padding as it stages tiles; ``''`` for CPU methods.
 
     Examples
     --------
@@ -76,6 +80,8 @@ class MethodInfo(NamedTuple):
     min_compute_capability: int = 0
     # ((precision, compute capability), ...): precisions that need a newer GPU than that
     precision_min_cc: tuple = ()
+    # how 'same' / 'full' reach a device image: "padded copy", or how the method maps them
+    boundaries: str = ""
 
     def translation_period(self, precision: str, kh: int, kw: int,
                            complex_data: bool = False) -> tuple:
@@ -204,7 +210,8 @@ def methods_table() -> str:
     """`methods` as a Markdown table.
 
     Columns: method, device, precisions, how it takes complex data, whether tiles give the
-    one-call bits (tile-exact), whether a stack of per-image kernels runs natively, the GPUs
+    one-call bits (tile-exact), whether a stack of per-image kernels runs natively, how 'same'
+    and 'full' reach a device image (a padded copy, or the padding mapped in the method), the GPUs
     this build's code for it runs on (GPU archs: the build's CMAKE_CUDA_ARCHITECTURES and the
     method's minimum compute capability), and whether it is available here (or why not).
 
@@ -217,12 +224,12 @@ def methods_table() -> str:
     --------
     >>> import tensorconv as tc
     >>> print(tc.methods_table().splitlines()[0])
-    | method | device | precisions | complex | tile-exact | per-image kernels | GPU archs | available |
+    | method | device | precisions | complex | tile-exact | per-image kernels | same/full on device | GPU archs | available |
     >>> "| direct | cpu |" in tc.methods_table()
     True
     """
     lines = ["| method | device | precisions | complex | tile-exact | per-image kernels | "
-             "GPU archs | available |", "|---|---|---|---|---|---|---|---|"]
+             "same/full on device | GPU archs | available |", "|" + "---|" * 9]
     for m in methods():
         avail = "yes" if m.available else f"no: {m.reason}"
         if m.available and m.note:
@@ -234,7 +241,8 @@ def methods_table() -> str:
             exact += f" ({m.exact_note})"
         per = ("native" if m.kernel_stack else "one plan per kernel") \
             if m.entry == "correlate2d" else "-"
+        bnd = (m.boundaries or "-") if m.entry == "correlate2d" else "-"
         archs = gpu_archs(m) or "-"
-        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {exact} | {per} | {archs} "
-                     f"| {avail} |")
+        lines.append(f"| {m.name} | {m.device} | {precs} | {cplx} | {exact} | {per} | {bnd} "
+                     f"| {archs} | {avail} |")
     return "\n".join(lines)

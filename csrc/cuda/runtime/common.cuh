@@ -93,6 +93,20 @@ class CudaPlan : public Plan {
   virtual void run_device_batch(const Tensor2D& in, std::int64_t in_batch_stride,
                                 const Tensor2D& out, std::int64_t out_batch_stride,
                                 std::int64_t batch, cudaStream_t stream);
+  // Device images in 'same' / 'full' (device_gather): a method that maps the padding as it
+  // stages tiles reads the unpadded images `src` (image b at src.data + b * src_bstride
+  // elements) through the padded rows' and columns' sources (device arrays of in_rows() and
+  // in_cols() entries; -1: the fill value, whose storage bits are `fill`) and returns true.
+  // Default false: the images are padded into a copy first.
+  virtual bool run_device_mapped(const Tensor2D& src, std::int64_t src_bstride,
+                                 const std::int64_t* row_src, const std::int64_t* col_src,
+                                 std::uint64_t fill, const Tensor2D& out,
+                                 std::int64_t out_bstride, std::int64_t batch,
+                                 cudaStream_t stream) {
+    (void)src, (void)src_bstride, (void)row_src, (void)col_src, (void)fill, (void)out,
+        (void)out_bstride, (void)batch, (void)stream;
+    return false;
+  }
   int device() const { return device_; }
   int sm_count() const { return sm_count_; }
   // The host pipeline's band plan takes the new kernel too (or is dropped with its stager).

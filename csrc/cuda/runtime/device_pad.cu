@@ -6,7 +6,8 @@
 // 'same' stack on the H100). Padded rows start 128 bytes apart (kPitchBytes): a padded width
 // such as 4098 fp32 is not a multiple of 16 bytes, and the methods' vector paths (cp.async,
 // float4 loads) take only 16-byte aligned rows, so an unpitched 'same' image ran on their
-// scalar fallbacks.
+// scalar fallbacks. A method that maps the padding itself (CudaPlan::run_device_mapped) gets the
+// indices instead, and no copy is made.
 #include <algorithm>
 #include <cstring>
 
@@ -100,6 +101,10 @@ void CudaPlan::device_gather(const HostGather& g, const Tensor2D& out,
   }
   const auto* rows = pad_index_.get<std::int64_t>();
   const std::int64_t* cols = rows + ph;
+  const std::uint64_t fill = fill_bits(g.fill, out.dtype);
+  if (run_device_mapped(g.src, g.src_batch_stride, rows, cols, fill, out, out_batch_stride, batch,
+                        stream))
+    return;  // the method read the padding through the indices itself
   const std::int64_t per = kPitchBytes / static_cast<std::int64_t>(es);
   const std::int64_t ld = (pw + per - 1) / per * per;  // elements between padded rows
   const std::size_t image_bytes = static_cast<std::size_t>(ph * ld) * es;
@@ -107,7 +112,6 @@ void CudaPlan::device_gather(const HostGather& g, const Tensor2D& out,
       1, std::min<std::int64_t>({batch, static_cast<std::int64_t>(kGroupBytes / image_bytes),
                                  65535}));
   pad_group_.ensure(static_cast<std::size_t>(group) * image_bytes);
-  const std::uint64_t fill = fill_bits(g.fill, out.dtype);
   for (std::int64_t b0 = 0; b0 < batch; b0 += group) {
     const std::int64_t n = std::min(group, batch - b0);
     void* group = pad_group_.get();

@@ -7,7 +7,9 @@
 // as a __grid_constant__ launch parameter, i.e. in constant memory private to each launch (plans
 // on different streams never race), when they fit in 30 KB. Per-image kernels
 // (PlanRequest::kernel_count > 1, shared-memory coefficients): image b of a stack reads kernel
-// b % kernel_count, so a depthwise (N, C, H, W) stack is one launch.
+// b % kernel_count, so a depthwise (N, C, H, W) stack is one launch. Device images in 'same' /
+// 'full' are staged straight from the unpadded images through the padded rows' and columns'
+// source indices (MAP: run_device_mapped), so no padded copy is written.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -35,13 +37,17 @@ struct Coefs {
   Vec k[N];
 };
 
-template <Precision P, int KCAP>
+// ih x iw: the (padded) image the tiles come from. MAP: padded row y is source row row_src[y]
+// of `in`, padded column x source column col_src[x] (-1: `fill`); else `in` is the padded image.
+template <Precision P, int KCAP, bool MAP>
 __global__ void __launch_bounds__(BX* BY)
     shmem_kernel(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
                  int iw, typename Prec<P>::Store* __restrict__ out, std::int64_t out_stride,
                  int oh, int ow, int kh, int kw, int pitch,
                  std::int64_t in_bstride, std::int64_t out_bstride,  // image blockIdx.z of a stack
                  const typename Prec<P>::Vec* __restrict__ kglob, int kernels, std::int64_t first,
+                 const std::int64_t* __restrict__ row_src, const std::int64_t* __restrict__ col_src,
+                 typename Prec<P>::Store fill,
                  const __grid_constant__ Coefs<typename Prec<P>::Vec, (KCAP > 0 ? KCAP : 1)> kc) {
   using T = Prec<P>;
   using Vec = typename T::Vec;
@@ -69,16 +75,36 @@ __global__ void __launch_bounds__(BX* BY)
         // Division-free 2-D staging: lanes along a row (coalesced), warps down the rows.
         for (int a = ty; a < rows; a += BY) {
           const int gy = oy0 + u0 + a;
-          const typename T::Store* row = in + gy * in_stride;
+          if constexpr (MAP) {
+            const std::int64_t sr = gy < ih ? row_src[gy] : -1;
+            const typename T::Store* row = in + (sr < 0 ? 0 : sr) * in_stride;
+            const typename T::Elem f = T::load(fill);
+            auto at = [&](int x) {  // padded column x of this padded row
+              const std::int64_t sc = col_src[x];
+              return sr >= 0 && sc >= 0 ? T::load(row[sc]) : f;
+            };
 #pragma unroll 2
-          for (int b = tx; b < cols; b += BX) {
-            const int gx = ox0 + v0 + b;
-            typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
-            if (gy < ih) {
-              if (gx < iw) e0 = T::load(row[gx]);
-              if (W == 2 && gx + BX < iw) e1 = T::load(row[gx + BX]);  // lane 1: BX pixels on
+            for (int b = tx; b < cols; b += BX) {
+              const int gx = ox0 + v0 + b;
+              typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
+              if (gy < ih) {
+                if (gx < iw) e0 = at(gx);
+                if (W == 2 && gx + BX < iw) e1 = at(gx + BX);
+              }
+              tile[a * pitch + b] = T::pack(e0, e1);
             }
-            tile[a * pitch + b] = T::pack(e0, e1);
+          } else {
+            const typename T::Store* row = in + gy * in_stride;
+#pragma unroll 2
+            for (int b = tx; b < cols; b += BX) {
+              const int gx = ox0 + v0 + b;
+              typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
+              if (gy < ih) {
+                if (gx < iw) e0 = T::load(row[gx]);
+                if (W == 2 && gx + BX < iw) e1 = T::load(row[gx + BX]);  // lane 1: BX pixels on
+              }
+              tile[a * pitch + b] = T::pack(e0, e1);
+            }
           }
         }
         if constexpr (KCAP == 0) {
@@ -138,10 +164,31 @@ class ShmemPlan final : public BatchedCudaPlan {
   }
 
  protected:
-  // One launch per 65535 images (gridDim.z): small images fill the card together.
   void run_device_batch(const Tensor2D& in, std::int64_t in_bstride, const Tensor2D& out,
                         std::int64_t out_bstride, std::int64_t batch,
                         cudaStream_t stream) override {
+    launch<false>(in.ptr<typename T::Store>(), in.row_stride, in_bstride, nullptr, nullptr,
+                  typename T::Store{}, out, out_bstride, batch, stream);
+  }
+  bool run_device_mapped(const Tensor2D& src, std::int64_t src_bstride,
+                         const std::int64_t* row_src, const std::int64_t* col_src,
+                         std::uint64_t fill, const Tensor2D& out, std::int64_t out_bstride,
+                         std::int64_t batch, cudaStream_t stream) override {
+    typename T::Store f;
+    std::memcpy(&f, &fill, sizeof(f));  // (fill_bits: the storage's bits in the low bytes)
+    launch<true>(src.ptr<typename T::Store>(), src.row_stride, src_bstride, row_src, col_src, f,
+                 out, out_bstride, batch, stream);
+    return true;
+  }
+
+ private:
+  // One launch per 65535 images (gridDim.z): small images fill the card together. The tiles
+  // come from the plan's (padded) image shape, ih_ x iw_.
+  template <bool MAP>
+  void launch(const typename T::Store* in, std::int64_t in_stride, std::int64_t in_bstride,
+              const std::int64_t* row_src, const std::int64_t* col_src, typename T::Store fill,
+              const Tensor2D& out, std::int64_t out_bstride, std::int64_t batch,
+              cudaStream_t stream) {
     constexpr int OH = BY * rows_per_thread<P>();
     const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
     const dim3 block(BX, BY);
@@ -154,17 +201,15 @@ class ShmemPlan final : public BatchedCudaPlan {
     for (std::int64_t b0 = 0; b0 < batch; b0 += 65535) {
       const dim3 grid(ceil_div(ow, BX * T::W), std::min(ceil_div(oh, OH), 65535),
                       static_cast<unsigned>(std::min<std::int64_t>(batch - b0, 65535)));
-      shmem_kernel<P, KCAP><<<grid, block, smem_, stream>>>(
-          in.ptr<typename T::Store>() + b0 * in_bstride, in.row_stride,
-          static_cast<int>(in.rows), static_cast<int>(in.cols),
+      shmem_kernel<P, KCAP, MAP><<<grid, block, smem_, stream>>>(
+          in + b0 * in_bstride, in_stride, static_cast<int>(ih_), static_cast<int>(iw_),
           out.ptr<typename T::Store>() + b0 * out_bstride, out.row_stride, oh, ow,
           static_cast<int>(kh_), static_cast<int>(kw_), pitch_, in_bstride, out_bstride,
-          coef_.get<Vec>(), static_cast<int>(kernels_), b0, *kc_);
+          coef_.get<Vec>(), static_cast<int>(kernels_), b0, row_src, col_src, fill, *kc_);
       TC_CUDA_LAUNCH_CHECK();
     }
   }
 
- private:
   DeviceBuffer coef_;
   DeviceBuffer kstage_;          // set_kernel's float64 kernel on the device
   PendingKernel pending_;  // set_kernel's kernel until the next call uploads it
