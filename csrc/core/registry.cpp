@@ -260,11 +260,13 @@ std::string precision_unavailable_reason(const MethodInfo& m, Precision p) {
   const std::string sm = "sm_" + std::to_string(need);
   const int cc = cuda_compute_capability(), code = cuda_code_arch();
   if (cc < need)
-    return std::string(precision_name(p)) + " needs compute capability " + std::to_string(need / 10) + "." +
+    return std::string(precision_name(p)) + " needs compute capability " +
+           std::to_string(need / 10) + "." +
            std::to_string(need % 10) + " (" + sm + "), device has " + std::to_string(cc / 10) +
            "." + std::to_string(cc % 10);
   if (code < need)
-    return std::string(precision_name(p)) + " needs code compiled for " + sm + ", this build runs compute_" +
+    return std::string(precision_name(p)) + " needs code compiled for " + sm +
+           ", this build runs compute_" +
            std::to_string(code) + " code on this GPU (PTX; add " + std::to_string(cc) +
            " to CMAKE_CUDA_ARCHITECTURES)";
   return "";

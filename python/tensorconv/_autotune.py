@@ -306,8 +306,8 @@ def is_rank1(kernel: np.ndarray, precision: str) -> bool:
     values (separable's one-pass case).
 
     Larger kernels (400 taps and more) are mostly proved not rank 1 without the SVD (230 us at
-    55 x 55 on two cores, against 28 us): the 2 x 2 minors through the largest entry (p, q), D = K[p,q] K - K[:,q] K[p,:],
-    are each at most s0 s1 (a 2 x 2 submatrix's singular values interlace K's), so s1 / s0 >=
+    55 x 55 on two cores, against 28 us): the 2 x 2 minors through the largest entry (p, q),
+    D = K[p,q] K - K[:,q] K[p,:], are each at most s0 s1 (a 2 x 2 submatrix's singular values interlace K's), so s1 / s0 >=
     max|D| / ||K||_F^2. Where that bound clears 2 tol plus the SVD's own rounding, the SVD would
     say the same; elsewhere it decides.
 

@@ -94,17 +94,17 @@ class CudaPlan : public Plan {
                                 const Tensor2D& out, std::int64_t out_batch_stride,
                                 std::int64_t batch, cudaStream_t stream);
   // Device images in 'same' / 'full' (device_gather): a method that maps the padding as it
-  // stages tiles reads the unpadded images `src` (image b at src.data + b * src_bstride
-  // elements) through the padded rows' and columns' sources (device arrays of in_rows() and
-  // in_cols() entries; -1: the fill value, whose storage bits are `fill`) and returns true.
-  // Default false: the images are padded into a copy first.
-  virtual bool run_device_mapped(const Tensor2D& src, std::int64_t src_bstride,
-                                 const std::int64_t* row_src, const std::int64_t* col_src,
-                                 std::uint64_t fill, const Tensor2D& out,
-                                 std::int64_t out_bstride, std::int64_t batch,
-                                 cudaStream_t stream) {
-    (void)src, (void)src_bstride, (void)row_src, (void)col_src, (void)fill, (void)out,
-        (void)out_bstride, (void)batch, (void)stream;
+  // stages tiles reads the unpadded images g.src (image b at g.src.data + b * g.src_batch_stride
+  // elements; padded row r inside the source is row r - g.pad_top, likewise columns) and, outside,
+  // the padded rows' and columns' sources (device copies of g.row_src and g.col_src; -1: the
+  // fill value, whose storage bits are `fill`), and returns true. Default false: the images are
+  // padded into a copy first.
+  virtual bool run_device_mapped(const HostGather& g, const std::int64_t* row_src,
+                                 const std::int64_t* col_src, std::uint64_t fill,
+                                 const Tensor2D& out, std::int64_t out_bstride,
+                                 std::int64_t batch, cudaStream_t stream) {
+    (void)g, (void)row_src, (void)col_src, (void)fill, (void)out, (void)out_bstride,
+        (void)batch, (void)stream;
     return false;
   }
   int device() const { return device_; }

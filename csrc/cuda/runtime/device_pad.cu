@@ -102,8 +102,7 @@ void CudaPlan::device_gather(const HostGather& g, const Tensor2D& out,
   const auto* rows = pad_index_.get<std::int64_t>();
   const std::int64_t* cols = rows + ph;
   const std::uint64_t fill = fill_bits(g.fill, out.dtype);
-  if (run_device_mapped(g.src, g.src_batch_stride, rows, cols, fill, out, out_batch_stride, batch,
-                        stream))
+  if (run_device_mapped(g, rows, cols, fill, out, out_batch_stride, batch, stream))
     return;  // the method read the padding through the indices itself
   const std::int64_t per = kPitchBytes / static_cast<std::int64_t>(es);
   const std::int64_t ld = (pw + per - 1) / per * per;  // elements between padded rows

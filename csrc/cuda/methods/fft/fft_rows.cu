@@ -12,8 +12,8 @@
 // size. Other widths (fft.layout='rows' only) are transformed at the next fast size: each band's
 // rows are copied into rows of that length, zeros past the image. Valid outputs never read past
 // the image's columns, so the circular transform of the longer rows gives them unchanged; the
-// zeros only keep what the copy's tail would hold out of the spectra. A NaN or inf pixel makes its whole
-// row spectrum non-finite, hence every output of the kh rows above it; the crop marks them and
+// zeros only keep what the copy's tail would hold out of the spectra. A NaN or inf pixel makes
+// its whole row spectrum non-finite, hence every output of the kh rows above it; the crop marks them and
 // NonfiniteRepair::run recomputes every non-finite output by a direct float64 sum, so NaN/inf
 // stay local (slow only for such images).
 //

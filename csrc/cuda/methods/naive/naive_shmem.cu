@@ -37,8 +37,16 @@ struct Coefs {
   Vec k[N];
 };
 
-// ih x iw: the (padded) image the tiles come from. MAP: padded row y is source row row_src[y]
-// of `in`, padded column x source column col_src[x] (-1: `fill`); else `in` is the padded image.
+// ih x iw: the (padded) image the tiles come from. MAP: padded column x is source column
+// x - m.left of `in` inside its m.cols columns, else col_src[x] (-1: `fill`), and rows likewise
+// through row_src (an index load per staged row; columns inside need none); else `in` is the
+// padded image.
+struct PadMap {
+  const std::int64_t* row_src;
+  const std::int64_t* col_src;
+  int left, cols;  // the source's first column in the padded image, its width
+};
+
 template <Precision P, int KCAP, bool MAP>
 __global__ void __launch_bounds__(BX* BY)
     shmem_kernel(const typename Prec<P>::Store* __restrict__ in, std::int64_t in_stride, int ih,
@@ -46,8 +54,7 @@ __global__ void __launch_bounds__(BX* BY)
                  int oh, int ow, int kh, int kw, int pitch,
                  std::int64_t in_bstride, std::int64_t out_bstride,  // image blockIdx.z of a stack
                  const typename Prec<P>::Vec* __restrict__ kglob, int kernels, std::int64_t first,
-                 const std::int64_t* __restrict__ row_src, const std::int64_t* __restrict__ col_src,
-                 typename Prec<P>::Store fill,
+                 const PadMap m, typename Prec<P>::Store fill,
                  const __grid_constant__ Coefs<typename Prec<P>::Vec, (KCAP > 0 ? KCAP : 1)> kc) {
   using T = Prec<P>;
   using Vec = typename T::Vec;
@@ -76,11 +83,12 @@ __global__ void __launch_bounds__(BX* BY)
         for (int a = ty; a < rows; a += BY) {
           const int gy = oy0 + u0 + a;
           if constexpr (MAP) {
-            const std::int64_t sr = gy < ih ? row_src[gy] : -1;
+            const std::int64_t sr = gy < ih ? m.row_src[gy] : -1;
             const typename T::Store* row = in + (sr < 0 ? 0 : sr) * in_stride;
             const typename T::Elem f = T::load(fill);
             auto at = [&](int x) {  // padded column x of this padded row
-              const std::int64_t sc = col_src[x];
+              const int ix = x - m.left;
+              const std::int64_t sc = ix >= 0 && ix < m.cols ? ix : m.col_src[x];
               return sr >= 0 && sc >= 0 ? T::load(row[sc]) : f;
             };
 #pragma unroll 2
@@ -167,17 +175,18 @@ class ShmemPlan final : public BatchedCudaPlan {
   void run_device_batch(const Tensor2D& in, std::int64_t in_bstride, const Tensor2D& out,
                         std::int64_t out_bstride, std::int64_t batch,
                         cudaStream_t stream) override {
-    launch<false>(in.ptr<typename T::Store>(), in.row_stride, in_bstride, nullptr, nullptr,
+    launch<false>(in.ptr<typename T::Store>(), in.row_stride, in_bstride, PadMap{},
                   typename T::Store{}, out, out_bstride, batch, stream);
   }
-  bool run_device_mapped(const Tensor2D& src, std::int64_t src_bstride,
-                         const std::int64_t* row_src, const std::int64_t* col_src,
-                         std::uint64_t fill, const Tensor2D& out, std::int64_t out_bstride,
-                         std::int64_t batch, cudaStream_t stream) override {
+  bool run_device_mapped(const HostGather& g, const std::int64_t* row_src,
+                         const std::int64_t* col_src, std::uint64_t fill, const Tensor2D& out,
+                         std::int64_t out_bstride, std::int64_t batch,
+                         cudaStream_t stream) override {
     typename T::Store f;
     std::memcpy(&f, &fill, sizeof(f));  // (fill_bits: the storage's bits in the low bytes)
-    launch<true>(src.ptr<typename T::Store>(), src.row_stride, src_bstride, row_src, col_src, f,
-                 out, out_bstride, batch, stream);
+    const PadMap m{row_src, col_src, static_cast<int>(g.pad_left), static_cast<int>(g.src.cols)};
+    launch<true>(g.src.ptr<typename T::Store>(), g.src.row_stride, g.src_batch_stride, m, f, out,
+                 out_bstride, batch, stream);
     return true;
   }
 
@@ -186,9 +195,8 @@ class ShmemPlan final : public BatchedCudaPlan {
   // come from the plan's (padded) image shape, ih_ x iw_.
   template <bool MAP>
   void launch(const typename T::Store* in, std::int64_t in_stride, std::int64_t in_bstride,
-              const std::int64_t* row_src, const std::int64_t* col_src, typename T::Store fill,
-              const Tensor2D& out, std::int64_t out_bstride, std::int64_t batch,
-              cudaStream_t stream) {
+              const PadMap m, typename T::Store fill, const Tensor2D& out,
+              std::int64_t out_bstride, std::int64_t batch, cudaStream_t stream) {
     constexpr int OH = BY * rows_per_thread<P>();
     const int oh = static_cast<int>(out.rows), ow = static_cast<int>(out.cols);
     const dim3 block(BX, BY);
@@ -205,7 +213,7 @@ class ShmemPlan final : public BatchedCudaPlan {
           in + b0 * in_bstride, in_stride, static_cast<int>(ih_), static_cast<int>(iw_),
           out.ptr<typename T::Store>() + b0 * out_bstride, out.row_stride, oh, ow,
           static_cast<int>(kh_), static_cast<int>(kw_), pitch_, in_bstride, out_bstride,
-          coef_.get<Vec>(), static_cast<int>(kernels_), b0, row_src, col_src, fill, *kc_);
+          coef_.get<Vec>(), static_cast<int>(kernels_), b0, m, fill, *kc_);
       TC_CUDA_LAUNCH_CHECK();
     }
   }
