@@ -109,7 +109,8 @@ const std::vector<PlanOptionInfo>& plan_option_table() {
        "transforms back (1.5-1.9x faster than the 2-D pair on the H100 at 4096^2, k <= 55); '2d' "
        "runs the 2-D transform pair; None: rows where the width is a fast transform size and "
        "kh <= 120 ('rows' on another width transforms rows of the next fast size, the image's "
-       "rows copied in with zeros after them). fp16 / fp16fp32 and complex data take the 2-D pair ('rows' is refused for them)",
+       "rows copied in with zeros after them). fp16 / fp16fp32 and complex data take the 2-D "
+       "pair ('rows' is refused for them)",
        [](PlanOptions& o, const OptionValue& v) {
          o.fft_rows = is_choice(v, "2d", "rows") ? Tri::on : Tri::off;
        }},

@@ -232,6 +232,24 @@ bool supports(const MethodInfo& m, Precision p) {
   return false;
 }
 
+namespace {
+// Why code needing compute capability `need` cannot run on this (usable) device: the device is
+// older, or this build runs older code on it (PTX); "" when it can.
+std::string arch_shortfall(int need) {
+  const int cc = cuda_compute_capability();
+  if (cc < need)
+    return "needs compute capability " + std::to_string(need / 10) + "." +
+           std::to_string(need % 10) + ", device has " + std::to_string(cc / 10) + "." +
+           std::to_string(cc % 10);
+  const int code = cuda_code_arch();
+  if (code < need)
+    return "needs code compiled for sm_" + std::to_string(need) + ", this build runs compute_" +
+           std::to_string(code) + " code on this GPU (PTX; add " + std::to_string(cc) +
+           " to CMAKE_CUDA_ARCHITECTURES)";
+  return "";
+}
+}  // namespace
+
 std::string unavailable_reason(const MethodInfo& m) {
   if (m.device == Device::cpu) return m.factory || m.entry_point ? "" : "not built";
   if (!built_with_cuda()) return "tensorconv was built without CUDA (TENSORCONV_CUDA=OFF, or no nvcc at build time)";
@@ -241,35 +259,14 @@ std::string unavailable_reason(const MethodInfo& m) {
   const std::string lib = cuda_library_unavailable_reason(m.library);
   if (!why.empty()) return lib.empty() ? why : why + "; and " + lib;
   if (!lib.empty()) return lib;
-  int cc = cuda_compute_capability();
-  if (cc < m.min_compute_capability)
-    return "needs compute capability " + std::to_string(m.min_compute_capability / 10) + "." +
-           std::to_string(m.min_compute_capability % 10) + ", device has " +
-           std::to_string(cc / 10) + "." + std::to_string(cc % 10);
-  const int code = cuda_code_arch();
-  if (code < m.min_compute_capability)
-    return "needs code compiled for sm_" + std::to_string(m.min_compute_capability) +
-           ", this build runs compute_" + std::to_string(code) + " code on this GPU (PTX; add " +
-           std::to_string(cc) + " to CMAKE_CUDA_ARCHITECTURES)";
-  return "";
+  return arch_shortfall(m.min_compute_capability);
 }
 
 std::string precision_unavailable_reason(const MethodInfo& m, Precision p) {
   const int need = m.precision_min_cc ? m.precision_min_cc(p) : 0;
   if (need <= m.min_compute_capability || !cuda_available()) return "";
-  const std::string sm = "sm_" + std::to_string(need);
-  const int cc = cuda_compute_capability(), code = cuda_code_arch();
-  if (cc < need)
-    return std::string(precision_name(p)) + " needs compute capability " +
-           std::to_string(need / 10) + "." +
-           std::to_string(need % 10) + " (" + sm + "), device has " + std::to_string(cc / 10) +
-           "." + std::to_string(cc % 10);
-  if (code < need)
-    return std::string(precision_name(p)) + " needs code compiled for " + sm +
-           ", this build runs compute_" +
-           std::to_string(code) + " code on this GPU (PTX; add " + std::to_string(cc) +
-           " to CMAKE_CUDA_ARCHITECTURES)";
-  return "";
+  const std::string why = arch_shortfall(need);
+  return why.empty() ? why : precision_name(p) + (" " + why);
 }
 
 namespace {

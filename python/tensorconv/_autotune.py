@@ -307,8 +307,8 @@ def is_rank1(kernel: np.ndarray, precision: str) -> bool:
 
     Larger kernels (400 taps and more) are mostly proved not rank 1 without the SVD (230 us at
     55 x 55 on two cores, against 28 us): the 2 x 2 minors through the largest entry (p, q),
-    D = K[p,q] K - K[:,q] K[p,:], are each at most s0 s1 (a 2 x 2 submatrix's singular values interlace K's), so s1 / s0 >=
-    max|D| / ||K||_F^2. Where that bound clears 2 tol plus the SVD's own rounding, the SVD would
+    D = K[p,q] K - K[:,q] K[p,:], are each at most s0 s1 (a 2 x 2 submatrix's singular values
+    interlace K's), so s1 / s0 >= max|D| / ||K||_F^2. Where that bound clears 2 tol plus the SVD's own rounding, the SVD would
     say the same; elsewhere it decides.
 
     >>> import numpy as np
@@ -322,11 +322,11 @@ def is_rank1(kernel: np.ndarray, precision: str) -> bool:
         return False
     tol = 1e-13 if precision == "fp64" else 1e-6
     k = np.asarray(kernel, dtype=np.float64)
-    p, q = np.unravel_index(np.argmax(np.abs(k)), k.shape)
-    fro2 = float(np.vdot(k, k))
-    if k.size >= 400 and fro2 > 0:
+    if k.size >= 400:  # (smaller: the SVD is as quick as the bound)
+        fro2 = float(np.vdot(k, k))
+        p, q = np.unravel_index(np.argmax(np.abs(k)), k.shape)
         minors = float(np.abs(k[p, q] * k - np.outer(k[:, q], k[p, :])).max())
-        if minors / fro2 > 2 * tol + 64 * max(k.shape) * np.finfo(np.float64).eps:
+        if fro2 > 0 and minors / fro2 > 2 * tol + 64 * max(k.shape) * np.finfo(np.float64).eps:
             return False
     s = np.linalg.svd(k, compute_uv=False)
     return bool(s[0] > 0 and s[1] <= tol * s[0])

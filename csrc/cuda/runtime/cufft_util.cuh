@@ -71,6 +71,22 @@ struct Fft<Precision::fp64> {
   static constexpr bool scaled = false;
 };
 
+// Image z of a group (in + z * in_bstride, ih x iw, rows `stride` apart) into transform slab z
+// (n x m, rows m apart), zero beyond the image: fft's per-image stacks, fft_rows' staged rows.
+template <Precision P>
+__global__ void pad_stack_kernel(const typename Prec<P>::Store* __restrict__ in,
+                                 std::int64_t in_bstride, std::int64_t stride, int ih, int iw,
+                                 typename Fft<P>::Real* __restrict__ buf, int n, int m) {
+  const typename Prec<P>::Store* src = in + static_cast<std::int64_t>(blockIdx.z) * in_bstride;
+  typename Fft<P>::Real* dst = buf + static_cast<std::int64_t>(blockIdx.z) * n * m;
+  for (int y = blockIdx.y; y < n; y += gridDim.y)
+    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < m; x += gridDim.x * blockDim.x) {
+      typename Fft<P>::Real v = 0;
+      if (y < ih && x < iw) v = static_cast<typename Fft<P>::Real>(src[y * stride + x]);
+      dst[static_cast<std::int64_t>(y) * m + x] = v;
+    }
+}
+
 // A cuFFT plan whose work area we own, so that workspace_bytes() can report it.
 class CufftPlan {
  public:

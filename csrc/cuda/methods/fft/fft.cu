@@ -234,21 +234,8 @@ __global__ void finish_spectrum_kernel(const Src* __restrict__ f, Cplx* __restri
   }
 }
 
-// ---- per-image kernels: stacks, blockIdx.z = image of the group ----
-// Image z of the group (in + z * in_bstride) into transform slab z, zero beyond the image.
-template <Precision P>
-__global__ void pad_stack_kernel(const typename Prec<P>::Store* __restrict__ in,
-                                 std::int64_t in_bstride, std::int64_t stride, int ih, int iw,
-                                 typename Fft<P>::Real* __restrict__ buf, int n, int m) {
-  const typename Prec<P>::Store* src = in + static_cast<std::int64_t>(blockIdx.z) * in_bstride;
-  typename Fft<P>::Real* dst = buf + static_cast<std::int64_t>(blockIdx.z) * n * m;
-  for (int y = blockIdx.y; y < n; y += gridDim.y)
-    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < m; x += gridDim.x * blockDim.x) {
-      typename Fft<P>::Real v = 0;
-      if (y < ih && x < iw) v = static_cast<typename Fft<P>::Real>(src[y * stride + x]);
-      dst[static_cast<std::int64_t>(y) * m + x] = v;
-    }
-}
+// ---- per-image kernels: stacks, blockIdx.z = image of the group (pad_stack_kernel:
+// cufft_util.cuh) ----
 
 // Slab y of the group (image b0 + y of the stack) times spectrum (b0 + y) % kernels.
 template <class Cplx>

@@ -13,9 +13,9 @@
 // rows are copied into rows of that length, zeros past the image. Valid outputs never read past
 // the image's columns, so the circular transform of the longer rows gives them unchanged; the
 // zeros only keep what the copy's tail would hold out of the spectra. A NaN or inf pixel makes
-// its whole row spectrum non-finite, hence every output of the kh rows above it; the crop marks them and
-// NonfiniteRepair::run recomputes every non-finite output by a direct float64 sum, so NaN/inf
-// stay local (slow only for such images).
+// its whole row spectrum non-finite, hence every output of the kh rows above it; the crop marks
+// them and NonfiniteRepair::run recomputes every non-finite output by a direct float64 sum, so
+// NaN/inf stay local (slow only for such images).
 //
 // Workspace: the image is cut into bands of output rows whose row spectra, product rows and
 // cuFFT work area fit kRowsCapBytes (the last band overlaps the one before, so one plan pair
@@ -40,18 +40,6 @@ namespace {
 
 constexpr int kR = 8;  // output rows per thread of the product
 constexpr std::int64_t kRowsCapBytes = std::int64_t(512) << 20;
-
-// Rows y of a band (rows apart `stride`, iw wide) into rows of w (>= iw), zeros past iw.
-template <class T>
-__global__ void fftrows_stage_kernel(const T* __restrict__ in, std::int64_t stride, int iw,
-                                     int rows, T* __restrict__ out, int w) {
-  for (int y = blockIdx.y; y < rows; y += gridDim.y) {
-    const T* src = in + y * stride;
-    T* dst = out + static_cast<std::int64_t>(y) * w;
-    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < w; x += gridDim.x * blockDim.x)
-      dst[x] = x < iw ? src[x] : T(0);
-  }
-}
 
 // One thread per (tap row s, spectrum column v): the host loop's sums, unfused (see taps()).
 template <class T, class C>
@@ -150,10 +138,11 @@ class FftRowsPlan final : public CudaPlan {
       if (stage_) {
         const dim3 sgrid(static_cast<unsigned>(std::min<std::int64_t>((w_ + 255) / 256, 64)),
                          static_cast<unsigned>(std::min<std::int64_t>(hin_, 65535)));
-        fftrows_stage_kernel<T><<<sgrid, 256, 0, stream>>>(src, in.row_stride,
-                                                           static_cast<int>(in.cols),
-                                                           static_cast<int>(hin_),
-                                                           staged_.get<T>(), static_cast<int>(w_));
+        pad_stack_kernel<P><<<sgrid, 256, 0, stream>>>(src, 0, in.row_stride,
+                                                       static_cast<int>(hin_),
+                                                       static_cast<int>(in.cols), staged_.get<T>(),
+                                                       static_cast<int>(hin_),
+                                                       static_cast<int>(w_));
         TC_CUDA_LAUNCH_CHECK();
         src = staged_.get<T>();
       }
@@ -185,8 +174,8 @@ class FftRowsPlan final : public CudaPlan {
   }
 
   // The forward transform reads rows `stride` elements apart (the image's row stride, or w for
-  // the staged rows); the inverse writes rows of w into the spectrum buffer. One shared group (cufft_util.cuh:
-  // SharedCufft) of the two, with one work area (they run in turn); returns its bytes.
+  // the staged rows); the inverse writes rows of w into the spectrum buffer. One shared group
+  // (cufft_util.cuh: SharedCufft) of the two, with one work area (they run in turn); returns its bytes.
   std::size_t make_plans(std::int64_t stride) {
     plans_ = SharedCufft::get(
         device(), spec_rows(w_, stride, mc_, Fft<P>::rtype, Fft<P>::ctype, Fft<P>::ctype, hin_),

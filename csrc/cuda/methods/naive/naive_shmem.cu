@@ -82,37 +82,27 @@ __global__ void __launch_bounds__(BX* BY)
         // Division-free 2-D staging: lanes along a row (coalesced), warps down the rows.
         for (int a = ty; a < rows; a += BY) {
           const int gy = oy0 + u0 + a;
-          if constexpr (MAP) {
-            const std::int64_t sr = gy < ih ? m.row_src[gy] : -1;
-            const typename T::Store* row = in + (sr < 0 ? 0 : sr) * in_stride;
-            const typename T::Elem f = T::load(fill);
-            auto at = [&](int x) {  // padded column x of this padded row
+          std::int64_t sr = gy;  // the source row (MAP: -1, the fill value's)
+          if constexpr (MAP) sr = gy < ih ? m.row_src[gy] : -1;
+          const typename T::Store* row = in + (sr < 0 ? 0 : sr) * in_stride;
+          auto at = [&](int x) -> typename T::Elem {  // padded column x of padded row gy
+            if constexpr (MAP) {
               const int ix = x - m.left;
               const std::int64_t sc = ix >= 0 && ix < m.cols ? ix : m.col_src[x];
-              return sr >= 0 && sc >= 0 ? T::load(row[sc]) : f;
-            };
-#pragma unroll 2
-            for (int b = tx; b < cols; b += BX) {
-              const int gx = ox0 + v0 + b;
-              typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
-              if (gy < ih) {
-                if (gx < iw) e0 = at(gx);
-                if (W == 2 && gx + BX < iw) e1 = at(gx + BX);
-              }
-              tile[a * pitch + b] = T::pack(e0, e1);
+              return sr >= 0 && sc >= 0 ? T::load(row[sc]) : T::load(fill);
+            } else {
+              return T::load(row[x]);
             }
-          } else {
-            const typename T::Store* row = in + gy * in_stride;
+          };
 #pragma unroll 2
-            for (int b = tx; b < cols; b += BX) {
-              const int gx = ox0 + v0 + b;
-              typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
-              if (gy < ih) {
-                if (gx < iw) e0 = T::load(row[gx]);
-                if (W == 2 && gx + BX < iw) e1 = T::load(row[gx + BX]);  // lane 1: BX pixels on
-              }
-              tile[a * pitch + b] = T::pack(e0, e1);
+          for (int b = tx; b < cols; b += BX) {
+            const int gx = ox0 + v0 + b;
+            typename T::Elem e0 = T::zero_elem(), e1 = T::zero_elem();
+            if (gy < ih) {
+              if (gx < iw) e0 = at(gx);
+              if (W == 2 && gx + BX < iw) e1 = at(gx + BX);  // lane 1: BX pixels on
             }
+            tile[a * pitch + b] = T::pack(e0, e1);
           }
         }
         if constexpr (KCAP == 0) {
